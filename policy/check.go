@@ -1,0 +1,223 @@
+package policy
+
+import "slices"
+
+// Check is one named static check. Checks run in the order of the Checks
+// list; each reports the codes it lists.
+type Check struct {
+	Name  string
+	Codes []Code
+	Doc   string
+	run   func(*checker)
+}
+
+// Checks is the ordered list of static checks CheckPolicy runs. The order
+// matters only for readability of the output: every check runs, whatever
+// the others found.
+var Checks = []Check{
+	{"declarations", []Code{CodeInvalidValue, CodeDuplicate}, "names are well formed and declared once; performatives are FIPA's", checkDeclarations},
+	{"references", []Code{CodeUnresolved, CodeUndeclaredRole}, "every state, message type, timer, variable, role and child policy named is declared", checkReferences},
+	{"state-shapes", []Code{CodeInvalidValue, CodeMissingField}, "transitions fit the kind of their state", checkStateShapes},
+	{"initial-state", []Code{CodeInitialState}, "the initial state exists and is not terminal", checkInitial},
+	{"terminal-states", []Code{CodeNoTerminal}, "the policy has a terminal state", checkHasTerminal},
+	{"reachability", []Code{CodeUnreachable}, "every state is reachable from the initial state", checkReachable},
+	{"dead-ends", []Code{CodeDeadEnd}, "every non-terminal state has a way out", checkDeadEnds},
+	{"termination", []Code{CodeNoPathToEnd}, "from every reachable state some terminal state is reachable", checkTermination},
+	{"determinism", []Code{CodeNondeterministic, CodeShadowed}, "the transitions of a state can be told apart, and none is shadowed", checkDeterminism},
+	{"reflexive-messages", []Code{CodeReflexive}, "no role sends a message to itself", checkReflexive},
+	{"timers", []Code{CodeTimerNotHandled, CodeTimerNotArmed, CodeTimerDeadline}, "armed timers are handled, handled timers are armed, deadlines read time fields", checkTimers},
+	{"expressions", []Code{CodeExprSyntax, CodeExprType}, "embedded expressions parse and type-check against the message schemas", checkExpressions},
+	{"unused", []Code{CodeUnused}, "every declaration is used", checkUnused},
+	{"joins", []Code{CodeJoinWithoutMany}, "join states involve a many role", checkJoins},
+	{"commitments", []Code{CodeCommitmentParties, CodeCommitmentAuth, CodeNoDischarge}, "commitments have distinct parties, the right authors and a reachable discharge", checkCommitments},
+	{"child-policies", []Code{CodeChildBinding}, "every role of a child policy is bound once to a role of this policy", checkChildBindings},
+	{"projection", []Code{CodeKnowledgeOfChoice}, "every role can tell which branch the conversation took (knowledge of choice)", checkProjection},
+}
+
+// CheckOption configures CheckPolicy.
+type CheckOption func(*checkOptions)
+
+type checkOptions struct {
+	resolve func(name string) *Policy
+}
+
+// WithPolicies resolves the names of child policies. Without it, child
+// policy references are not checked.
+func WithPolicies(resolve func(name string) *Policy) CheckOption {
+	return func(o *checkOptions) { o.resolve = resolve }
+}
+
+// CheckPolicy runs every static check on p and returns what they found,
+// sorted. It never modifies p.
+func CheckPolicy(p *Policy, opts ...CheckOption) Diagnostics {
+	if p == nil {
+		return nil
+	}
+	var o checkOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	c := newChecker(p, o)
+	for _, chk := range Checks {
+		chk.run(c)
+	}
+	c.d.list.Sort()
+	return c.d.list
+}
+
+// checker holds a policy's lookup tables, built once so every check is
+// linear in the size of the policy.
+type checker struct {
+	p       *Policy
+	opts    checkOptions
+	d       diags
+	roles   map[string]*Role
+	msgs    map[string]*MessageType
+	timers  map[string]*Timer
+	vars    map[string]*Field
+	commits map[string]*Commitment
+	states  map[string]int
+	// next[i][j] is the index of the target of transition j of state i, or
+	// -1 when it does not resolve.
+	next    [][]int
+	initial int // -1 when unresolved
+	reach   []bool
+	toEnd   []bool
+	// varsRead records the variables expressions read (set by the
+	// expressions check, used by the unused check).
+	varsRead map[string]bool
+}
+
+func newChecker(p *Policy, o checkOptions) *checker {
+	c := &checker{
+		p: p, opts: o,
+		roles:   make(map[string]*Role, len(p.Roles)),
+		msgs:    make(map[string]*MessageType, len(p.Messages)),
+		timers:  make(map[string]*Timer, len(p.Timers)),
+		vars:    make(map[string]*Field, len(p.Vars)),
+		commits: make(map[string]*Commitment, len(p.Commitments)),
+		states:  make(map[string]int, len(p.States)),
+		initial: -1,
+	}
+	for _, r := range p.Roles {
+		putFirst(c.roles, r.Name, r)
+	}
+	for _, m := range p.Messages {
+		putFirst(c.msgs, m.Name, m)
+	}
+	for _, t := range p.Timers {
+		putFirst(c.timers, t.Name, t)
+	}
+	for _, v := range p.Vars {
+		putFirst(c.vars, v.Name, v)
+	}
+	for _, cm := range p.Commitments {
+		putFirst(c.commits, cm.Name, cm)
+	}
+	for i, s := range p.States {
+		putFirst(c.states, s.Name, i)
+	}
+	c.next = make([][]int, len(p.States))
+	for i, s := range p.States {
+		c.next[i] = make([]int, len(s.Transitions))
+		for j, t := range s.Transitions {
+			c.next[i][j] = c.stateIndex(t.Next.Name)
+		}
+	}
+	c.initial = c.stateIndex(p.Initial.Name)
+	c.reach = c.forward()
+	c.toEnd = c.backward()
+	return c
+}
+
+func putFirst[V any](m map[string]V, k string, v V) {
+	if _, ok := m[k]; !ok && k != "" {
+		m[k] = v
+	}
+}
+
+func (c *checker) stateIndex(name string) int {
+	if i, ok := c.states[name]; ok {
+		return i
+	}
+	return -1
+}
+
+// forward marks the states reachable from the initial state.
+func (c *checker) forward() []bool {
+	seen := make([]bool, len(c.p.States))
+	if c.initial < 0 {
+		return seen
+	}
+	stack := []int{c.initial}
+	seen[c.initial] = true
+	for len(stack) > 0 {
+		i := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, j := range c.next[i] {
+			if j >= 0 && !seen[j] {
+				seen[j] = true
+				stack = append(stack, j)
+			}
+		}
+	}
+	return seen
+}
+
+// backward marks the states from which a terminal state is reachable.
+func (c *checker) backward() []bool {
+	n := len(c.p.States)
+	preds := make([][]int, n)
+	for i := range c.next {
+		for _, j := range c.next[i] {
+			if j >= 0 {
+				preds[j] = append(preds[j], i)
+			}
+		}
+	}
+	ok := make([]bool, n)
+	var stack []int
+	for i, s := range c.p.States {
+		if s.Kind == KindTerminal {
+			ok[i] = true
+			stack = append(stack, i)
+		}
+	}
+	for len(stack) > 0 {
+		j := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, i := range preds[j] {
+			if !ok[i] {
+				ok[i] = true
+				stack = append(stack, i)
+			}
+		}
+	}
+	return ok
+}
+
+// sendersOf returns, for each message type, the roles that send it in
+// some transition (deduplicated, in order of first appearance).
+func (c *checker) sendersOf() map[string][]string {
+	out := map[string][]string{}
+	for _, s := range c.p.States {
+		for _, t := range s.Transitions {
+			if t.Kind == SendMessage && !slices.Contains(out[t.Message.Name], t.From.Name) {
+				out[t.Message.Name] = append(out[t.Message.Name], t.From.Name)
+			}
+		}
+	}
+	return out
+}
+
+func names[T any](list []T, key func(T) string) []string {
+	out := make([]string, len(list))
+	for i, x := range list {
+		out[i] = key(x)
+	}
+	return out
+}
+
+func (c *checker) stateNames() []string {
+	return names(c.p.States, func(s *State) string { return s.Name })
+}

@@ -1,0 +1,186 @@
+package policy
+
+import "slices"
+
+// checkJoins reports join states where no many role takes part: a join
+// gathers the sessions of a many role, so without one it joins nothing.
+func checkJoins(c *checker) {
+	involves := make([]bool, len(c.p.States))
+	many := func(t *Transition) bool {
+		if t.Kind != SendMessage {
+			return false
+		}
+		from, to := c.roles[t.From.Name], c.roles[t.To.Name]
+		return (from != nil && from.Many) || (to != nil && to.Many)
+	}
+	for i, s := range c.p.States {
+		for j, t := range s.Transitions {
+			if many(t) {
+				involves[i] = true
+				if k := c.next[i][j]; k >= 0 {
+					involves[k] = true
+				}
+			}
+		}
+	}
+	for i, s := range c.p.States {
+		if s.Join && !involves[i] {
+			c.d.errorf(CodeJoinWithoutMany, s.Pos, "state %q is a join, but no role declared many sends or receives a message in or into it; a join gathers the sessions of a many role", s.Name)
+		}
+	}
+}
+
+// checkCommitments reports commitments whose debtor is their creditor,
+// operations performed by messages the wrong party sends (create, cancel
+// and discharge by the debtor; release by the creditor), and commitments
+// that, once created, no path can discharge.
+func checkCommitments(c *checker) {
+	senders := c.sendersOf()
+	for _, cm := range c.p.Commitments {
+		if cm.Debtor.Name != "" && cm.Debtor.Name == cm.Creditor.Name {
+			c.d.errorf(CodeCommitmentParties, cm.Creditor.Pos, "commitment %q has %q as both debtor and creditor; a commitment binds one role to another", cm.Name, cm.Debtor.Name)
+		}
+		author := func(refs []Ref, op string, role Ref, party string) {
+			if role.Name == "" {
+				return
+			}
+			for _, r := range refs {
+				for _, s := range senders[r.Name] {
+					if s != role.Name {
+						c.d.errorf(CodeCommitmentAuth, r.Pos, "commitment %q is %s by %q, which %q sends; only the %s (%q) can %s it", cm.Name, op, r.Name, s, party, role.Name, verb(op))
+					}
+				}
+			}
+		}
+		author(cm.Create, "created", cm.Debtor, "debtor")
+		author(cm.Cancel, "cancelled", cm.Debtor, "debtor")
+		author(cm.Discharge, "discharged", cm.Debtor, "debtor")
+		author(cm.Release, "released", cm.Creditor, "creditor")
+		checkDischarge(c, cm)
+	}
+}
+
+func verb(op string) string {
+	switch op {
+	case "created":
+		return "create"
+	case "cancelled":
+		return "cancel"
+	case "discharged":
+		return "discharge"
+	}
+	return "release"
+}
+
+// checkDischarge reports each transition creating cm from whose target no
+// transition sending a discharge message can be reached.
+func checkDischarge(c *checker, cm *Commitment) {
+	if len(cm.Discharge) == 0 {
+		return
+	}
+	isDischarge := func(t *Transition) bool {
+		return t.Kind == SendMessage && slices.ContainsFunc(cm.Discharge, func(r Ref) bool { return r.Name == t.Message.Name })
+	}
+	n := len(c.p.States)
+	preds := make([][]int, n)
+	can := make([]bool, n)
+	var stack []int
+	for i, s := range c.p.States {
+		for j, t := range s.Transitions {
+			if k := c.next[i][j]; k >= 0 {
+				preds[k] = append(preds[k], i)
+			}
+			if isDischarge(t) && !can[i] {
+				can[i] = true
+				stack = append(stack, i)
+			}
+		}
+	}
+	for len(stack) > 0 {
+		k := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, i := range preds[k] {
+			if !can[i] {
+				can[i] = true
+				stack = append(stack, i)
+			}
+		}
+	}
+	for i, s := range c.p.States {
+		for j, t := range s.Transitions {
+			if t.Kind != SendMessage || !slices.ContainsFunc(cm.Create, func(r Ref) bool { return r.Name == t.Message.Name }) {
+				continue
+			}
+			if k := c.next[i][j]; k >= 0 && !can[k] && c.reach[i] {
+				c.d.errorf(CodeNoDischarge, t.Pos, "commitment %q is created by %q here, but no path from state %q sends a discharge message (%s), so it can only end violated", cm.Name, t.Message.Name, t.Next.Name, refList(cm.Discharge)).related(cm.Pos, "commitment %q", cm.Name)
+			}
+		}
+	}
+}
+
+func refList(refs []Ref) string {
+	return listNames(names(refs, func(r Ref) string { return r.Name }), 5)
+}
+
+// checkChildBindings reports in-child states whose child policy's roles
+// are not each bound exactly once, child-return transitions for outcomes
+// the child never produces, and outcomes the state does not handle.
+func checkChildBindings(c *checker) {
+	if c.opts.resolve == nil {
+		return
+	}
+	for _, s := range c.p.States {
+		if s.Child == nil || s.Child.Policy.Name == "" {
+			continue
+		}
+		child := c.opts.resolve(s.Child.Policy.Name)
+		if child == nil {
+			continue // reported by references
+		}
+		childRoles := names(child.Roles, func(r *Role) string { return r.Name })
+		bound := map[string]bool{}
+		for _, b := range s.Child.Bindings {
+			bound[b.Child] = true
+			if !slices.Contains(childRoles, b.Child) {
+				c.d.errorf(CodeChildBinding, b.Pos, "child policy %q has no role %q%s", child.Name, b.Child, didYouMean(b.Child, childRoles))
+			}
+		}
+		for _, r := range childRoles {
+			if !bound[r] {
+				c.d.errorf(CodeChildBinding, s.Child.Pos, "role %q of child policy %q is not bound to a role of %q; add it under roles", r, child.Name, c.p.Name)
+			}
+		}
+		var outcomes []string
+		for _, cs := range child.States {
+			if cs.Kind == KindTerminal && !slices.Contains(outcomes, cs.Outcome) {
+				outcomes = append(outcomes, cs.Outcome)
+			}
+		}
+		handled := map[string]bool{}
+		for _, t := range s.Transitions {
+			if t.Kind != ChildReturn {
+				continue
+			}
+			handled[t.Outcome] = true
+			if !slices.Contains(outcomes, t.Outcome) {
+				c.d.errorf(CodeUnresolved, t.Pos, "child policy %q never ends with outcome %q%s", child.Name, t.Outcome, didYouMean(t.Outcome, outcomes))
+			}
+		}
+		var missing []string
+		for _, o := range outcomes {
+			if !handled[o] {
+				missing = append(missing, o)
+			}
+		}
+		if len(missing) > 0 {
+			c.d.errorf(CodeDeadEnd, s.Pos, "in-child state %q has no child-return for %s of child policy %q: a child that ends so leaves the conversation stuck", s.Name, plural(len(missing), "outcome", "outcomes")+" "+listNames(missing, 5), child.Name)
+		}
+	}
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

@@ -1,0 +1,232 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/file"
+	"github.com/expr-lang/expr/parser"
+)
+
+// checkExpressions parses and type-checks every embedded expression
+// against the variables its place provides (see EnvContent and the
+// others), and records the conversation variables they read. Diagnostics
+// point at the offending character in the policy file.
+func checkExpressions(c *checker) {
+	p := c.p
+	c.varsRead = map[string]bool{}
+	varsType := fieldsStruct(p.Vars)
+	contentEnv := map[string]map[string]any{}
+	envFor := func(m *MessageType, withVars bool) map[string]any {
+		key := ""
+		if m != nil {
+			key = m.Name
+		}
+		if withVars {
+			key += "\x00vars"
+		}
+		if env, ok := contentEnv[key]; ok {
+			return env
+		}
+		env := map[string]any{}
+		if m != nil {
+			env[EnvMsg] = Envelope{}
+			if len(m.Fields) > 0 {
+				env[EnvContent] = zero(fieldsStruct(m.Fields))
+			} else {
+				env[EnvContent] = map[string]any{}
+			}
+		}
+		if withVars {
+			env[EnvVars] = zero(varsType)
+		}
+		contentEnv[key] = env
+		return env
+	}
+	decideEnv := map[string]any{
+		EnvContent:  map[string]any{},
+		EnvMsg:      Envelope{},
+		EnvVars:     zero(varsType),
+		EnvChoices:  []string{},
+		EnvPeer:     "",
+		EnvSessions: []map[string]any{},
+	}
+	for _, m := range p.Messages {
+		c.checkExpr(m.Match, "match rule", envFor(m, false), reflect.TypeFor[bool]())
+	}
+	for _, s := range p.States {
+		c.checkExpr(s.Decide, "decide", decideEnv, nil)
+		for _, t := range s.Transitions {
+			var m *MessageType
+			if t.Kind == SendMessage {
+				if m = c.msgs[t.Message.Name]; m == nil {
+					continue // unresolved; reported by references
+				}
+			}
+			env := envFor(m, true)
+			c.checkExpr(t.Guard, "guard", env, reflect.TypeFor[bool]())
+			for _, a := range t.Set {
+				var want reflect.Type
+				if v := c.vars[a.Var.Name]; v != nil && v.Type != "" {
+					want = v.Type.GoType(false)
+				}
+				c.checkExpr(a.Expr, fmt.Sprintf("value of %q", a.Var.Name), env, want)
+			}
+		}
+	}
+}
+
+var noFieldRE = regexp.MustCompile(`^type .* has no field (\S+)$`)
+
+// checkExpr checks one expression; want, when not nil, is the type its
+// result must have (interface results pass: they are checked at run time).
+func (c *checker) checkExpr(e *Expr, what string, env map[string]any, want reflect.Type) {
+	if e == nil {
+		return
+	}
+	tree, err := parser.Parse(e.Src)
+	if err != nil {
+		c.exprError(CodeExprSyntax, e, what, err, env)
+		return
+	}
+	ast.Walk(&tree.Node, varReads(c.varsRead))
+	prog, err := expr.Compile(e.Src, expr.Env(env))
+	if err != nil {
+		c.exprError(CodeExprType, e, what, err, env)
+		return
+	}
+	if want == nil {
+		return
+	}
+	got := prog.Node().Type()
+	if got == nil || got.Kind() == reflect.Interface || assignable(got, want) {
+		return
+	}
+	c.d.errorf(CodeExprType, e.Pos, "%s is a %s, but must be a %s", what, typeName(got), typeName(want))
+}
+
+// assignable reports whether an expression result of type got fits a
+// variable whose Go type (from FieldType.GoType) is want.
+func assignable(got, want reflect.Type) bool {
+	if got.Kind() == reflect.Pointer {
+		got = got.Elem()
+	}
+	switch {
+	case want.Kind() == reflect.Interface:
+		return true
+	case want == reflect.TypeFor[float64]():
+		return isNumber(got.Kind())
+	case want == reflect.TypeFor[time.Duration]():
+		return got == want || isInt(got.Kind())
+	case want == reflect.TypeFor[int]():
+		return isInt(got.Kind()) && got != reflect.TypeFor[time.Duration]()
+	case want.Kind() == reflect.Slice:
+		return got.Kind() == reflect.Slice || got.Kind() == reflect.Array
+	case want.Kind() == reflect.Map:
+		return got.Kind() == reflect.Map || got.Kind() == reflect.Struct
+	}
+	return got == want
+}
+
+func isInt(k reflect.Kind) bool {
+	return k >= reflect.Int && k <= reflect.Uint64
+}
+
+func isNumber(k reflect.Kind) bool {
+	return isInt(k) || k == reflect.Float32 || k == reflect.Float64
+}
+
+func typeName(t reflect.Type) string {
+	switch {
+	case t == reflect.TypeFor[bool]():
+		return "bool"
+	case t.Kind() == reflect.String:
+		return "string"
+	case t.Kind() == reflect.Float64 || t.Kind() == reflect.Float32:
+		return "number"
+	case isInt(t.Kind()) && t.Name() != "Duration":
+		return "int"
+	case t.Name() == "Duration":
+		return "duration"
+	case t.Name() == "Time":
+		return "time"
+	case t.Kind() == reflect.Slice || t.Kind() == reflect.Array:
+		return "list"
+	case t.Kind() == reflect.Map || t.Kind() == reflect.Struct:
+		return "map"
+	}
+	return t.String()
+}
+
+func (c *checker) exprError(code Code, e *Expr, what string, err error, env map[string]any) {
+	var fe *file.Error
+	if !errors.As(err, &fe) {
+		c.d.errorf(code, e.Pos, "%s: %v", what, err)
+		return
+	}
+	msg := fe.Message
+	if m := noFieldRE.FindStringSubmatch(msg); m != nil {
+		msg = c.noFieldMessage(e.Src, fe, m[1], env)
+	}
+	c.d.errorf(code, e.PosAt(fe.Line, fe.Column), "%s: %s", what, msg)
+}
+
+// noFieldMessage rewrites expr's "type struct {...} has no field x" into
+// words about the policy: which value lacks the field, and what is near.
+func (c *checker) noFieldMessage(src string, fe *file.Error, field string, env map[string]any) string {
+	base := ""
+	lines := strings.Split(src, "\n")
+	if fe.Line >= 1 && fe.Line <= len(lines) {
+		line := []rune(lines[fe.Line-1])
+		end := min(fe.Column, len(line))
+		prefix := strings.TrimRight(string(line[:end]), ".?")
+		i := len(prefix)
+		for i > 0 && (isIdent(prefix[i-1])) {
+			i--
+		}
+		base = prefix[i:]
+	}
+	var cands []string
+	if v, ok := env[base]; ok {
+		t := reflect.TypeOf(v)
+		if t.Kind() == reflect.Struct {
+			for i := range t.NumField() {
+				cands = append(cands, t.Field(i).Tag.Get("expr"))
+			}
+		}
+	}
+	switch base {
+	case EnvContent:
+		return fmt.Sprintf("the message content has no field %q%s", field, didYouMean(field, cands))
+	case EnvVars:
+		return fmt.Sprintf("there is no variable %q (declare it under vars)%s", field, didYouMean(field, cands))
+	case EnvMsg:
+		return fmt.Sprintf("the message envelope has no parameter %q%s", field, didYouMean(field, cands))
+	}
+	return fmt.Sprintf("no field %q%s", field, didYouMean(field, cands))
+}
+
+func isIdent(b byte) bool {
+	return b == '_' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9'
+}
+
+// varReads is an ast.Visitor recording vars.NAME accesses.
+type varReads map[string]bool
+
+func (v varReads) Visit(node *ast.Node) {
+	m, ok := (*node).(*ast.MemberNode)
+	if !ok {
+		return
+	}
+	if id, ok := m.Node.(*ast.IdentifierNode); ok && id.Value == EnvVars {
+		if s, ok := m.Property.(*ast.StringNode); ok {
+			v[s.Value] = true
+		}
+	}
+}

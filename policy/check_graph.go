@@ -1,0 +1,124 @@
+package policy
+
+import (
+	"fmt"
+	"strings"
+)
+
+// checkInitial reports a missing, undeclared or terminal initial state.
+func checkInitial(c *checker) {
+	p := c.p
+	switch {
+	case len(p.States) == 0:
+		pos := p.Initial.Pos
+		if !pos.IsValid() {
+			pos = p.Pos
+		}
+		c.d.errorf(CodeInitialState, pos, "the policy declares no states, so it has no initial state")
+	case p.Initial.Name == "":
+		c.d.errorf(CodeInitialState, p.Pos, "the policy has no initial state")
+	case c.initial < 0:
+		c.d.errorf(CodeInitialState, p.Initial.Pos, "initial state %q is not declared%s", p.Initial.Name, didYouMean(p.Initial.Name, c.stateNames()))
+	case p.States[c.initial].Kind == KindTerminal:
+		c.d.errorf(CodeInitialState, p.Initial.Pos, "initial state %q is terminal, so no message can ever be exchanged", p.Initial.Name)
+	}
+}
+
+// checkHasTerminal reports a policy with no terminal state.
+func checkHasTerminal(c *checker) {
+	if len(c.p.States) == 0 {
+		return
+	}
+	for _, s := range c.p.States {
+		if s.Kind == KindTerminal {
+			return
+		}
+	}
+	c.d.errorf(CodeNoTerminal, c.p.Pos, "policy %q has no terminal state, so no conversation can end; add one such as done: {terminal: done}", c.p.Name)
+}
+
+// checkReachable warns about states no path from the initial state reaches.
+func checkReachable(c *checker) {
+	if c.initial < 0 {
+		return
+	}
+	for i, s := range c.p.States {
+		if !c.reach[i] {
+			c.d.warnf(CodeUnreachable, s.Pos, "state %q is unreachable from the initial state %q", s.Name, c.p.Initial.Name)
+		}
+	}
+}
+
+// checkDeadEnds reports non-terminal states with no transition.
+func checkDeadEnds(c *checker) {
+	for _, s := range c.p.States {
+		if s.Kind != KindTerminal && len(s.Transitions) == 0 {
+			c.d.errorf(CodeDeadEnd, s.Pos, "%s state %q has no transitions, so a conversation that enters it never ends; add transitions or make it terminal", s.Kind, s.Name)
+		}
+	}
+}
+
+// checkTermination reports each region of reachable states from which no
+// terminal state can be reached (a loop with no exit), once per region, at
+// the first of its states a search from the initial state meets.
+func checkTermination(c *checker) {
+	if c.initial < 0 {
+		return
+	}
+	n := len(c.p.States)
+	covered := make([]bool, n)
+	trapped := func(i int) bool {
+		return c.reach[i] && !c.toEnd[i] && len(c.p.States[i].Transitions) > 0
+	}
+	seen := make([]bool, n)
+	queue := []int{c.initial}
+	seen[c.initial] = true
+	for len(queue) > 0 {
+		i := queue[0]
+		queue = queue[1:]
+		if trapped(i) && !covered[i] {
+			var region []string
+			stack := []int{i}
+			covered[i] = true
+			for len(stack) > 0 {
+				k := stack[len(stack)-1]
+				stack = stack[:len(stack)-1]
+				region = append(region, c.p.States[k].Name)
+				for _, j := range c.next[k] {
+					if j >= 0 && !covered[j] && trapped(j) {
+						covered[j] = true
+						stack = append(stack, j)
+					}
+				}
+			}
+			s := c.p.States[i]
+			msg := fmt.Sprintf("no terminal state can be reached from state %q", s.Name)
+			if len(region) > 1 {
+				msg += fmt.Sprintf(" (nor from %s it leads to)", listNames(region[1:], 5))
+			}
+			c.d.errorf(CodeNoPathToEnd, s.Pos, "%s: a conversation that enters it never ends; add a transition to a terminal state", msg)
+		}
+		for _, j := range c.next[i] {
+			if j >= 0 && !seen[j] {
+				seen[j] = true
+				queue = append(queue, j)
+			}
+		}
+	}
+}
+
+// listNames quotes up to max names and says how many more there are.
+func listNames(list []string, max int) string {
+	var b strings.Builder
+	for i, s := range list {
+		if i == max {
+			fmt.Fprintf(&b, " and %d more", len(list)-max)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%q", s)
+	}
+	return b.String()
+}

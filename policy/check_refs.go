@@ -1,0 +1,117 @@
+package policy
+
+// checkReferences reports names that refer to nothing declared, with the
+// nearest declared name as a suggestion.
+func checkReferences(c *checker) {
+	p := c.p
+	roleNames := names(p.Roles, func(r *Role) string { return r.Name })
+	msgNames := names(p.Messages, func(m *MessageType) string { return m.Name })
+	timerNames := names(p.Timers, func(t *Timer) string { return t.Name })
+	varNames := names(p.Vars, func(f *Field) string { return f.Name })
+	var stateNames []string // built on first need: policies can be large
+
+	role := func(r Ref, what string) {
+		if r.Name != "" && c.roles[r.Name] == nil {
+			c.d.errorf(CodeUndeclaredRole, r.Pos, "%s %q is not a declared role%s", what, r.Name, didYouMean(r.Name, roleNames))
+		}
+	}
+	msg := func(r Ref) {
+		if r.Name != "" && c.msgs[r.Name] == nil {
+			c.d.errorf(CodeUnresolved, r.Pos, "message type %q is not declared%s", r.Name, didYouMean(r.Name, msgNames))
+		}
+	}
+	timer := func(r Ref) {
+		if r.Name != "" && c.timers[r.Name] == nil {
+			c.d.errorf(CodeUnresolved, r.Pos, "timer %q is not declared%s", r.Name, didYouMean(r.Name, timerNames))
+		}
+	}
+	for _, t := range p.Timers {
+		if t.Deadline != nil {
+			msg(Ref{Name: t.Deadline.Message, Pos: t.Deadline.Pos})
+		}
+	}
+	for _, cm := range p.Commitments {
+		role(cm.Debtor, "debtor")
+		role(cm.Creditor, "creditor")
+		for _, list := range [][]Ref{cm.Create, cm.Detach, cm.Discharge, cm.Cancel, cm.Release} {
+			for _, r := range list {
+				msg(r)
+			}
+		}
+		timer(cm.Expires)
+		timer(cm.Deadline)
+	}
+	for i, s := range p.States {
+		for _, r := range s.Arm {
+			timer(r)
+		}
+		if s.Child != nil {
+			if c.opts.resolve != nil && s.Child.Policy.Name != "" && c.opts.resolve(s.Child.Policy.Name) == nil {
+				c.d.errorf(CodeUnresolved, s.Child.Policy.Pos, "child policy %q is not known (load it alongside this one, or ship it under policies/)", s.Child.Policy.Name)
+			}
+			for _, b := range s.Child.Bindings {
+				role(b.Parent, "the role bound to child role "+quote(b.Child)+",")
+			}
+		}
+		for j, t := range s.Transitions {
+			if c.next[i][j] < 0 && t.Next.Name != "" {
+				if stateNames == nil {
+					stateNames = c.stateNames()
+				}
+				c.d.errorf(CodeUnresolved, t.Next.Pos, "state %q is not declared%s", t.Next.Name, didYouMean(t.Next.Name, stateNames))
+			}
+			switch t.Kind {
+			case SendMessage:
+				msg(t.Message)
+				role(t.From, "sender")
+				role(t.To, "receiver")
+			case OnTimeout:
+				timer(t.Timer)
+			}
+			for _, a := range t.Set {
+				if a.Var.Name != "" && c.vars[a.Var.Name] == nil {
+					c.d.errorf(CodeUnresolved, a.Var.Pos, "variable %q is not declared (declare it under vars)%s", a.Var.Name, didYouMean(a.Var.Name, varNames))
+				}
+			}
+		}
+	}
+}
+
+func quote(s string) string { return `"` + s + `"` }
+
+// checkStateShapes reports transitions that do not fit their state's kind;
+// the YAML form cannot express most of these, the XML form can.
+func checkStateShapes(c *checker) {
+	for _, s := range c.p.States {
+		switch s.Kind {
+		case KindTerminal:
+			if len(s.Transitions) > 0 {
+				c.d.errorf(CodeInvalidValue, s.Transitions[0].Pos, "terminal state %q has transitions: a terminal state ends the conversation", s.Name)
+			}
+			if s.Outcome == "" {
+				c.d.errorf(CodeMissingField, s.Pos, "terminal state %q has no outcome (such as done, refused or timeout)", s.Name)
+			}
+		case KindInChild:
+			if s.Child == nil {
+				c.d.errorf(CodeMissingField, s.Pos, "in-child state %q names no child policy", s.Name)
+			}
+			for _, t := range s.Transitions {
+				if t.Kind == SendMessage {
+					c.d.errorf(CodeInvalidValue, t.Pos, "in-child state %q cannot send %q: while the child policy runs, only child-return and on-timeout transitions apply", s.Name, t.Message.Name)
+				}
+			}
+		case KindNormal:
+			for _, t := range s.Transitions {
+				if t.Kind == ChildReturn {
+					c.d.errorf(CodeInvalidValue, t.Pos, "state %q runs no child policy, so it cannot have a child-return transition", s.Name)
+				}
+			}
+		}
+		if s.Kind != KindNormal && s.Decide != nil {
+			c.d.errorf(CodeInvalidValue, s.Decide.Pos, "only a normal state can be a decision point with decide; %q is %s", s.Name, s.Kind)
+		}
+		if s.Kind != KindNormal && s.Join {
+			c.d.errorf(CodeInvalidValue, s.Pos, "only a normal state can be a join; %q is %s", s.Name, s.Kind)
+		}
+	}
+}

@@ -1,0 +1,94 @@
+package policy
+
+import "fmt"
+
+// checkDeterminism reports, per state, transitions the conversation cannot
+// tell apart and transitions an earlier one always takes first:
+//
+//   - a later transition with the same trigger (sender, receiver and
+//     message; timer; child outcome) as an earlier unguarded one is
+//     shadowed: it can never be taken;
+//   - two message types with the same performative from the same sender
+//     that the receiver cannot classify apart (neither has a match rule, or
+//     both have the same one) are nondeterministic;
+//   - two choices of one sender with the same message key are
+//     nondeterministic: the decision cannot say which it means.
+func checkDeterminism(c *checker) {
+	type trigger struct {
+		kind    TransitionKind
+		a, b, c string
+	}
+	for _, s := range c.p.States {
+		unguarded := map[trigger]*Transition{}
+		keys := map[[2]string]*Transition{}
+		classes := map[[3]string]*Transition{} // sender, receiver, performative → matchless transition
+		matches := map[[4]string]*Transition{} // sender, receiver, performative, match source
+		for _, t := range s.Transitions {
+			var tr trigger
+			switch t.Kind {
+			case SendMessage:
+				tr = trigger{t.Kind, t.From.Name, t.To.Name, t.Message.Name}
+			case OnTimeout:
+				tr = trigger{kind: t.Kind, a: t.Timer.Name}
+			case ChildReturn:
+				tr = trigger{kind: t.Kind, a: t.Outcome}
+			}
+			if first, ok := unguarded[tr]; ok {
+				c.d.warnf(CodeShadowed, t.Pos, "this %s transition in state %q is never taken: an earlier one with the same %s and no guard always matches first", t.Kind, s.Name, triggerName(t)).related(first.Pos, "the earlier transition")
+				continue
+			}
+			if t.Guard == nil {
+				unguarded[tr] = t
+			}
+			if t.Kind != SendMessage {
+				continue
+			}
+			k := [2]string{t.From.Name, t.MessageKey()}
+			if first, ok := keys[k]; ok && (first.To.Name != t.To.Name) {
+				c.d.errorf(CodeNondeterministic, t.Pos, "state %q offers %q two choices named %q (to %q and to %q); give one a distinct key", s.Name, t.From.Name, t.MessageKey(), first.To.Name, t.To.Name).related(first.Pos, "the other choice")
+			} else if !ok {
+				keys[k] = t
+			}
+			m := c.msgs[t.Message.Name]
+			if m == nil || m.Performative == "" {
+				continue
+			}
+			if m.Match == nil {
+				cls := [3]string{t.From.Name, t.To.Name, m.Performative}
+				if first, ok := classes[cls]; ok && first.Message.Name != t.Message.Name {
+					c.d.errorf(CodeNondeterministic, t.Pos, "in state %q, %q cannot tell %q from %q: both are %s messages from %q and neither has a match rule; add match to one of the message types", s.Name, t.To.Name, first.Message.Name, t.Message.Name, m.Performative, t.From.Name).related(first.Pos, "the other transition").related(m.Pos, "message type %q", m.Name)
+				} else if !ok {
+					classes[cls] = t
+				}
+				continue
+			}
+			mk := [4]string{t.From.Name, t.To.Name, m.Performative, m.Match.Src}
+			if first, ok := matches[mk]; ok && first.Message.Name != t.Message.Name {
+				c.d.errorf(CodeNondeterministic, t.Pos, "in state %q, %q cannot tell %q from %q: both are %s messages from %q with the same match rule", s.Name, t.To.Name, first.Message.Name, t.Message.Name, m.Performative, t.From.Name).related(first.Pos, "the other transition")
+			} else if !ok {
+				matches[mk] = t
+			}
+		}
+	}
+}
+
+func triggerName(t *Transition) string {
+	switch t.Kind {
+	case SendMessage:
+		return fmt.Sprintf("message (%q from %q to %q)", t.Message.Name, t.From.Name, t.To.Name)
+	case OnTimeout:
+		return fmt.Sprintf("timer (%q)", t.Timer.Name)
+	}
+	return fmt.Sprintf("outcome (%q)", t.Outcome)
+}
+
+// checkReflexive reports a role sending a message to itself.
+func checkReflexive(c *checker) {
+	for _, s := range c.p.States {
+		for _, t := range s.Transitions {
+			if t.Kind == SendMessage && t.From.Name != "" && t.From.Name == t.To.Name {
+				c.d.errorf(CodeReflexive, t.To.Pos, "role %q sends %q to itself; a message goes from one role to another", t.From.Name, t.Message.Name)
+			}
+		}
+	}
+}

@@ -1,0 +1,435 @@
+package policy
+
+import (
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Action is what the projected role does on a local transition.
+type Action int
+
+// Actions. A role sends the messages it is the sender of and receives those
+// it is the receiver of; every role sees timers fire and children return.
+const (
+	ActionSend Action = iota + 1
+	ActionReceive
+	ActionTimeout
+	ActionChildReturn
+)
+
+// String returns "send", "receive", "timeout" or "child-return".
+func (a Action) String() string {
+	switch a {
+	case ActionSend:
+		return "send"
+	case ActionReceive:
+		return "receive"
+	case ActionTimeout:
+		return "timeout"
+	case ActionChildReturn:
+		return "child-return"
+	}
+	return fmt.Sprintf("action(%d)", int(a))
+}
+
+// Projection is a policy as one role sees it: the messages it neither sends
+// nor receives are invisible, so each local state stands for the set of
+// global states the role cannot tell apart (for a two-party policy, always
+// exactly one). States[0] is the initial state.
+//
+// A Projection is immutable once built and safe to share.
+type Projection struct {
+	Policy *Policy
+	Role   string
+	States []*LocalState
+}
+
+// LocalState is a state of a projection.
+type LocalState struct {
+	// Name is the global state's name, or the names of the global states it
+	// stands for joined by "|".
+	Name   string
+	Global []*State
+	Kind   StateKind
+	// Outcome is set for a terminal local state.
+	Outcome     string
+	Join        bool
+	Transitions []*LocalTransition
+}
+
+// LocalTransition is a transition of a projection.
+type LocalTransition struct {
+	Action Action
+	// Peer is the role at the other end of a send or receive.
+	Peer string
+	// Global holds the policy's transitions this one stands for: one, unless
+	// the role cannot tell apart states that offer the same step.
+	Global []*Transition
+	Next   int
+}
+
+// Transition returns the first global transition.
+func (t *LocalTransition) Transition() *Transition { return t.Global[0] }
+
+// Project projects p onto role. It reports, as CP029 diagnostics, every
+// place where the role cannot tell which branch the conversation took and
+// so cannot know what it may do. p should have passed the other checks.
+func Project(p *Policy, role string) (*Projection, Diagnostics) {
+	c := newChecker(p, checkOptions{})
+	proj := c.project(role)
+	c.d.list.Sort()
+	return proj, c.d.list
+}
+
+// checkProjection projects the policy onto each role.
+func checkProjection(c *checker) {
+	if c.initial < 0 || c.d.list.HasErrors() {
+		return // knowledge of choice is meaningless on a broken graph
+	}
+	for _, r := range c.p.Roles {
+		c.project(r.Name)
+	}
+}
+
+type projector struct {
+	c     *checker
+	role  string
+	proj  *Projection
+	index map[string]int
+	// members[k] lists the global states of local state k; parents[k]
+	// records, for each of them, how the closure reached it.
+	members [][]int
+	parents []map[int]step
+	queue   []int
+	limit   int
+}
+
+// step is how a closure reached a global state: by transition j of state
+// from (from < 0 for a seed).
+type step struct{ from, j int }
+
+func (c *checker) visible(t *Transition, role string) (Action, string, bool) {
+	switch t.Kind {
+	case SendMessage:
+		switch role {
+		case t.From.Name:
+			return ActionSend, t.To.Name, true
+		case t.To.Name:
+			return ActionReceive, t.From.Name, true
+		}
+		return 0, "", false
+	case OnTimeout:
+		return ActionTimeout, "", true
+	}
+	return ActionChildReturn, "", true
+}
+
+func (c *checker) project(role string) *Projection {
+	pr := &projector{
+		c: c, role: role,
+		proj:  &Projection{Policy: c.p, Role: role},
+		index: map[string]int{},
+		limit: 4*len(c.p.States) + 1024,
+	}
+	if c.initial < 0 {
+		return pr.proj
+	}
+	pr.state([]int{c.initial}, nil)
+	for len(pr.queue) > 0 {
+		k := pr.queue[0]
+		pr.queue = pr.queue[1:]
+		pr.expand(k)
+		if len(pr.proj.States) > pr.limit {
+			c.d.errorf(CodeLimit, c.p.Pos, "projecting onto role %q needs more than %d local states; the role is blind to too much of the policy", role, pr.limit)
+			break
+		}
+	}
+	return pr.proj
+}
+
+// state returns the local state for the closure of seeds, creating it (and
+// queueing it for expansion) when new.
+func (pr *projector) state(seeds []int, via []step) int {
+	c := pr.c
+	parents := map[int]step{}
+	var members []int
+	stack := slices.Clone(seeds)
+	for i, s := range seeds {
+		if _, ok := parents[s]; !ok {
+			st := step{from: -1}
+			if via != nil {
+				st = via[i]
+			}
+			parents[s] = st
+			members = append(members, s)
+		}
+	}
+	for len(stack) > 0 {
+		s := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for j, t := range c.p.States[s].Transitions {
+			if _, _, ok := c.visible(t, pr.role); ok {
+				continue
+			}
+			if k := c.next[s][j]; k >= 0 {
+				if _, seen := parents[k]; !seen {
+					parents[k] = step{from: s, j: j}
+					members = append(members, k)
+					stack = append(stack, k)
+				}
+			}
+		}
+	}
+	slices.Sort(members)
+	key := setKey(members)
+	if k, ok := pr.index[key]; ok {
+		return k
+	}
+	k := len(pr.proj.States)
+	pr.index[key] = k
+	ls := &LocalState{Global: make([]*State, len(members))}
+	nameParts := make([]string, len(members))
+	for i, m := range members {
+		ls.Global[i] = c.p.States[m]
+		nameParts[i] = c.p.States[m].Name
+		ls.Join = ls.Join || c.p.States[m].Join
+	}
+	ls.Name = strings.Join(nameParts, "|")
+	pr.proj.States = append(pr.proj.States, ls)
+	pr.members = append(pr.members, members)
+	pr.parents = append(pr.parents, parents)
+	pr.queue = append(pr.queue, k)
+	return k
+}
+
+func setKey(members []int) string {
+	buf := make([]byte, 0, 4*len(members))
+	for _, m := range members {
+		buf = binary.AppendUvarint(buf, uint64(m))
+	}
+	return string(buf)
+}
+
+type trigger struct {
+	action                 Action
+	peer, name, guard, key string
+}
+
+// expand computes the transitions of local state k and checks that the
+// role knows what it may do there.
+func (pr *projector) expand(k int) {
+	c := pr.c
+	ls := pr.proj.States[k]
+	members := pr.members[k]
+	type group struct {
+		lt    *LocalTransition
+		seeds []int
+		via   []step
+	}
+	var groups []*group
+	byTrigger := map[trigger]*group{}
+	var terminals, active []int
+	for _, s := range members {
+		st := c.p.States[s]
+		if st.Kind == KindTerminal {
+			terminals = append(terminals, s)
+		}
+		hasVisible := false
+		for j, t := range st.Transitions {
+			action, peer, ok := c.visible(t, pr.role)
+			if !ok {
+				continue
+			}
+			hasVisible = true
+			tr := trigger{action: action, peer: peer}
+			switch t.Kind {
+			case SendMessage:
+				tr.name, tr.key = t.Message.Name, t.MessageKey()
+			case OnTimeout:
+				tr.name = t.Timer.Name
+			case ChildReturn:
+				tr.name = t.Outcome
+			}
+			if t.Guard != nil {
+				tr.guard = t.Guard.Src
+			}
+			g := byTrigger[tr]
+			if g == nil || len(members) == 1 {
+				g = &group{lt: &LocalTransition{Action: action, Peer: peer}}
+				groups = append(groups, g)
+				if len(members) > 1 {
+					byTrigger[tr] = g
+				}
+			}
+			g.lt.Global = append(g.lt.Global, t)
+			if n := c.next[s][j]; n >= 0 {
+				g.seeds = append(g.seeds, n)
+				g.via = append(g.via, step{from: s, j: j})
+			}
+		}
+		if hasVisible {
+			active = append(active, s)
+		}
+	}
+	switch {
+	case len(active) == 0 && len(terminals) > 0:
+		ls.Kind = KindTerminal
+		ls.Outcome = c.p.States[terminals[0]].Outcome
+		for _, s := range terminals[1:] {
+			if o := c.p.States[s].Outcome; o != ls.Outcome {
+				pr.blind(k, terminals[0], s, fmt.Sprintf("whether the conversation ended with outcome %q or %q", ls.Outcome, o))
+				break
+			}
+		}
+	case len(terminals) > 0:
+		pr.blind(k, terminals[0], active[0], "whether the conversation has ended")
+		ls.Kind = KindNormal
+	default:
+		ls.Kind = KindNormal
+		for _, s := range members {
+			if c.p.States[s].Kind == KindInChild {
+				ls.Kind = KindInChild
+			}
+		}
+	}
+	if len(members) > 1 {
+		pr.checkSends(k)
+	}
+	ls.Transitions = make([]*LocalTransition, 0, len(groups))
+	for _, g := range groups {
+		if len(g.seeds) == 0 {
+			continue // unresolved target, reported elsewhere
+		}
+		g.lt.Next = pr.state(g.seeds, g.via)
+		ls.Transitions = append(ls.Transitions, g.lt)
+	}
+}
+
+// checkSends reports a send the role may make in some but not all of the
+// states it cannot tell apart.
+func (pr *projector) checkSends(k int) {
+	c := pr.c
+	members := pr.members[k]
+	sendable := map[string]map[int]bool{} // message key → states offering it
+	var order []string
+	for _, s := range members {
+		for _, t := range c.p.States[s].Transitions {
+			if t.Kind == SendMessage && t.From.Name == pr.role {
+				key := t.MessageKey()
+				if sendable[key] == nil {
+					sendable[key] = map[int]bool{}
+					order = append(order, key)
+				}
+				sendable[key][s] = true
+			}
+		}
+	}
+	for _, key := range order {
+		with := sendable[key]
+		if len(with) == len(members) {
+			continue
+		}
+		var yes, no = -1, -1
+		for _, s := range members {
+			if with[s] && yes < 0 {
+				yes = s
+			}
+			if !with[s] && no < 0 && c.p.States[s].Kind != KindTerminal {
+				no = s
+			}
+		}
+		if no < 0 {
+			continue // only terminal states lack it: reported as "has ended"
+		}
+		pr.blind(k, yes, no, fmt.Sprintf("whether it may send %q: it may in state %q but not in state %q", key, c.p.States[yes].Name, c.p.States[no].Name))
+		return
+	}
+}
+
+// blind reports that the role cannot tell global states a and b of local
+// state k apart, explaining how the conversation reached each.
+func (pr *projector) blind(k, a, b int, what string) {
+	c := pr.c
+	pathA, pathB := pr.path(k, a), pr.path(k, b)
+	// The branch point is the last state both paths pass through.
+	common := 0
+	for common < len(pathA) && common < len(pathB) && pathA[common] == pathB[common] {
+		common++
+	}
+	var branchA, branchB *Transition
+	if common < len(pathA) {
+		branchA = c.p.States[pathA[common].from].Transitions[pathA[common].j]
+	}
+	if common < len(pathB) {
+		branchB = c.p.States[pathB[common].from].Transitions[pathB[common].j]
+	}
+	pos := c.p.States[a].Pos
+	var why, fix string
+	switch {
+	case branchA != nil && branchB != nil:
+		chooser := c.p.States[pathA[common].from].Name
+		pos = branchA.Pos
+		why = fmt.Sprintf("in state %q the conversation continues either with %s or with %s, and %q sees neither", chooser, describe(branchA), describe(branchB), pr.role)
+		fix = fmt.Sprintf("have %s tell %q which branch was taken (a message to %q in each branch)", senderOf(branchA), pr.role, pr.role)
+	case branchA != nil || branchB != nil:
+		br := branchA
+		if br == nil {
+			br = branchB
+		}
+		pos = br.Pos
+		why = fmt.Sprintf("%s may or may not have happened, and %q does not see it", describe(br), pr.role)
+		fix = fmt.Sprintf("have %s send %q a message after it, or let %q act only once it has heard of it", senderOf(br), pr.role, pr.role)
+	default:
+		why = fmt.Sprintf("it reaches both states %q and %q by the same messages", c.p.States[a].Name, c.p.States[b].Name)
+		fix = "make the messages that lead to them distinct"
+	}
+	d := c.d.errorf(CodeKnowledgeOfChoice, pos, "role %q cannot tell %s: %s; to fix, %s", pr.role, what, why, fix)
+	if branchA != nil && branchB != nil {
+		d.related(branchB.Pos, "the other branch")
+	}
+	d.related(c.p.States[a].Pos, "state %q", c.p.States[a].Name).related(c.p.States[b].Pos, "state %q", c.p.States[b].Name)
+	for _, st := range pathA {
+		if st.from >= 0 {
+			d.Trace = append(d.Trace, describe(c.p.States[st.from].Transitions[st.j]))
+		}
+	}
+}
+
+// path returns the steps by which the closure of local state k reached
+// global state s, from a seed.
+func (pr *projector) path(k, s int) []step {
+	parents := pr.parents[k]
+	var out []step
+	for guard := 0; guard <= len(parents); guard++ {
+		st, ok := parents[s]
+		if !ok || st.from < 0 {
+			break
+		}
+		out = append(out, st)
+		if !slices.Contains(pr.members[k], st.from) {
+			break // the seed's incoming transition
+		}
+		s = st.from
+	}
+	slices.Reverse(out)
+	return out
+}
+
+func describe(t *Transition) string {
+	switch t.Kind {
+	case SendMessage:
+		return fmt.Sprintf("%q from %q to %q", t.Message.Name, t.From.Name, t.To.Name)
+	case OnTimeout:
+		return fmt.Sprintf("timeout %q", t.Timer.Name)
+	}
+	return fmt.Sprintf("child outcome %q", t.Outcome)
+}
+
+func senderOf(t *Transition) string {
+	if t.Kind == SendMessage {
+		return fmt.Sprintf("%q (or %q)", t.From.Name, t.To.Name)
+	}
+	return "a role that sees it"
+}

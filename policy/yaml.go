@@ -1,0 +1,848 @@
+package policy
+
+import (
+	"bytes"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// LoadYAML loads a policy from YAML. It returns the policy it could build
+// (nil only when the file is not YAML at all) and every problem found,
+// each at its position in filename. Static checks are not run: see Check.
+func LoadYAML(filename string, src []byte, opts ...LoadOption) (*Policy, Diagnostics) {
+	o := newLoadOptions(opts)
+	l := &yamlLoader{file: filename, src: src, limits: o.limits}
+	if len(src) > o.limits.MaxBytes {
+		l.d.errorf(CodeLimit, Pos{File: filename, Line: 1, Col: 1}, "file is %d bytes, more than the limit of %d", len(src), o.limits.MaxBytes)
+		return nil, l.d.list
+	}
+	var doc yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(src))
+	if err := dec.Decode(&doc); err != nil {
+		l.syntaxError(err)
+		return nil, l.d.list
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		l.d.errorf(CodeSyntax, l.pos(&extra), "a policy file holds one YAML document; found a second one")
+	}
+	if len(doc.Content) == 0 {
+		l.d.errorf(CodeSyntax, Pos{File: filename, Line: 1, Col: 1}, "empty document: a policy file starts with \"policy: <name>\"")
+		return nil, l.d.list
+	}
+	p := l.policy(doc.Content[0])
+	l.d.list.Sort()
+	return p, l.d.list
+}
+
+var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): `)
+
+func (l *yamlLoader) syntaxError(err error) {
+	msg := err.Error()
+	line := 1
+	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
+		line, _ = strconv.Atoi(m[1])
+		msg = msg[len(m[0]):]
+	} else {
+		msg = strings.TrimPrefix(msg, "yaml: ")
+	}
+	l.d.errorf(CodeSyntax, Pos{File: l.file, Line: line, Col: 1}, "%s", msg)
+}
+
+type yamlLoader struct {
+	file   string
+	src    []byte
+	lines  []int // byte offset of each line start, built on demand
+	limits Limits
+	nodes  int
+	limit  bool // a node or depth limit was reported; stop descending
+	d      diags
+}
+
+func (l *yamlLoader) pos(n *yaml.Node) Pos { return Pos{File: l.file, Line: n.Line, Col: n.Column} }
+
+// node resolves aliases and counts visited nodes against the limits. It
+// returns nil when a limit is hit (after reporting it once).
+func (l *yamlLoader) node(n *yaml.Node, depth int) *yaml.Node {
+	if l.limit {
+		return nil
+	}
+	for n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	l.nodes += subtreeSize(n)
+	switch {
+	case l.nodes > l.limits.MaxNodes:
+		l.limit = true
+		l.d.errorf(CodeLimit, l.pos(n), "more than %d YAML nodes (counting alias expansions); the file is too large or expands aliases too often", l.limits.MaxNodes)
+		return nil
+	case depth > l.limits.MaxDepth:
+		l.limit = true
+		l.d.errorf(CodeLimit, l.pos(n), "nesting deeper than %d levels", l.limits.MaxDepth)
+		return nil
+	}
+	return n
+}
+
+// subtreeSize counts n and the nodes directly below it; each alias is
+// counted again whenever it is resolved.
+func subtreeSize(n *yaml.Node) int {
+	if n.Kind == yaml.ScalarNode || n.Kind == yaml.AliasNode {
+		return 1
+	}
+	return 1 + len(n.Content)
+}
+
+type yamlPair struct {
+	key   string
+	k, v  *yaml.Node
+	merge bool
+}
+
+// pairs returns the key/value pairs of a mapping, with YAML merge keys
+// ("<<: *anchor") expanded. With structural set, a repeated key is
+// reported; user-named mappings (states, messages) leave duplicates to the
+// declarations check so both file formats report them the same way.
+func (l *yamlLoader) pairs(n *yaml.Node, depth int, structural bool) []yamlPair {
+	var out []yamlPair
+	seen := map[string]*yaml.Node{}
+	var merged []yamlPair
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if k.Kind != yaml.ScalarNode {
+			l.d.errorf(CodeInvalidValue, l.pos(k), "a mapping key must be a plain name")
+			continue
+		}
+		if k.Tag == "!!merge" {
+			merged = append(merged, l.mergePairs(v, depth)...)
+			continue
+		}
+		if first, dup := seen[k.Value]; dup && structural {
+			l.d.errorf(CodeDuplicate, l.pos(k), "duplicate key %q", k.Value).related(l.pos(first), "first given here")
+			continue
+		}
+		seen[k.Value] = k
+		out = append(out, yamlPair{key: k.Value, k: k, v: v})
+	}
+	for _, p := range merged {
+		if _, ok := seen[p.key]; !ok {
+			seen[p.key] = p.k
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func (l *yamlLoader) mergePairs(v *yaml.Node, depth int) []yamlPair {
+	v = l.node(v, depth+1)
+	if v == nil {
+		return nil
+	}
+	switch v.Kind {
+	case yaml.MappingNode:
+		return l.pairs(v, depth+1, false)
+	case yaml.SequenceNode:
+		var out []yamlPair
+		for _, item := range v.Content {
+			if item = l.node(item, depth+2); item != nil && item.Kind == yaml.MappingNode {
+				out = append(out, l.pairs(item, depth+2, false)...)
+			}
+		}
+		return out
+	}
+	l.d.errorf(CodeInvalidValue, l.pos(v), "a merge key (<<) takes a mapping or a list of mappings")
+	return nil
+}
+
+// fields walks a structural mapping whose keys must be among allowed,
+// calling fn for each; unknown keys get a "did you mean" diagnostic.
+func (l *yamlLoader) fields(n *yaml.Node, depth int, what string, allowed []string, fn func(key string, k, v *yaml.Node)) bool {
+	if n = l.node(n, depth); n == nil {
+		return false
+	}
+	if n.Kind != yaml.MappingNode {
+		l.d.errorf(CodeInvalidValue, l.pos(n), "%s must be a mapping, not %s", what, kindName(n))
+		return false
+	}
+	for _, p := range l.pairs(n, depth, true) {
+		if !contains(allowed, p.key) {
+			l.d.errorf(CodeUnknownField, l.pos(p.k), "unknown key %q in %s%s", p.key, what, didYouMean(p.key, allowed))
+			continue
+		}
+		fn(p.key, p.k, p.v)
+	}
+	return true
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		if n.Tag == "!!null" {
+			return "empty"
+		}
+		return fmt.Sprintf("%q", n.Value)
+	}
+	return "an alias"
+}
+
+// str reads a non-empty scalar.
+func (l *yamlLoader) str(n *yaml.Node, depth int, what string) (string, bool) {
+	if n = l.node(n, depth); n == nil {
+		return "", false
+	}
+	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" || n.Value == "" {
+		l.d.errorf(CodeInvalidValue, l.pos(n), "%s must be a non-empty string, not %s", what, kindName(n))
+		return "", false
+	}
+	return n.Value, true
+}
+
+func (l *yamlLoader) ref(n *yaml.Node, depth int, what string) Ref {
+	s, _ := l.str(n, depth, what)
+	return Ref{Name: s, Pos: l.pos(n)}
+}
+
+// refs reads one name or a list of names.
+func (l *yamlLoader) refs(n *yaml.Node, depth int, what string) []Ref {
+	if n = l.node(n, depth); n == nil {
+		return nil
+	}
+	if n.Kind != yaml.SequenceNode {
+		return []Ref{l.ref(n, depth, what)}
+	}
+	out := make([]Ref, 0, len(n.Content))
+	for _, item := range n.Content {
+		out = append(out, l.ref(item, depth+1, what))
+	}
+	return out
+}
+
+func (l *yamlLoader) boolean(n *yaml.Node, depth int, what string) bool {
+	if n = l.node(n, depth); n == nil {
+		return false
+	}
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!bool" {
+		b, err := strconv.ParseBool(n.Value)
+		if err == nil {
+			return b
+		}
+	}
+	l.d.errorf(CodeInvalidValue, l.pos(n), "%s must be true or false, not %s", what, kindName(n))
+	return false
+}
+
+func (l *yamlLoader) duration(n *yaml.Node, depth int, what string) time.Duration {
+	s, ok := l.str(n, depth, what)
+	if !ok {
+		return 0
+	}
+	d, err := ParseDuration(s)
+	if err != nil {
+		l.d.errorf(CodeInvalidValue, l.pos(n), "%s: %v", what, err)
+	}
+	return d
+}
+
+// ParseDuration parses a positive Go duration such as "30s" or "1m30s".
+func ParseDuration(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a duration (write it like 30s, 500ms or 1m30s)", s)
+	}
+	if d <= 0 {
+		return 0, fmt.Errorf("duration %q must be positive", s)
+	}
+	return d, nil
+}
+
+// expr reads an embedded expression and records where its text starts in
+// the file, so expression diagnostics point into the policy.
+func (l *yamlLoader) expr(n *yaml.Node, depth int, what string) *Expr {
+	s, ok := l.str(n, depth, what)
+	if !ok {
+		return nil
+	}
+	n = l.node(n, depth)
+	if n == nil {
+		return nil
+	}
+	if len(s) > l.limits.MaxExprBytes {
+		l.d.errorf(CodeLimit, l.pos(n), "%s is %d bytes, more than the limit of %d", what, len(s), l.limits.MaxExprBytes)
+		return nil
+	}
+	e := &Expr{Src: s, Pos: l.pos(n)}
+	switch n.Style {
+	case yaml.DoubleQuotedStyle, yaml.SingleQuotedStyle:
+		e.Pos.Col++
+		e.Indent = l.indentOf(n.Line + 1)
+	case yaml.LiteralStyle, yaml.FoldedStyle:
+		e.Pos.Line++
+		e.Pos.Col = l.indentOf(e.Pos.Line)
+		e.Indent = e.Pos.Col
+	default:
+		e.Indent = l.indentOf(n.Line + 1)
+	}
+	return e
+}
+
+// indentOf returns the 1-based column of the first non-blank byte of line.
+func (l *yamlLoader) indentOf(line int) int {
+	if l.lines == nil {
+		l.lines = lineStarts(l.src)
+	}
+	if line < 1 || line > len(l.lines) {
+		return 1
+	}
+	col := 1
+	for i := l.lines[line-1]; i < len(l.src) && (l.src[i] == ' ' || l.src[i] == '\t'); i++ {
+		col++
+	}
+	return col
+}
+
+func lineStarts(src []byte) []int {
+	starts := []int{0}
+	for i, c := range src {
+		if c == '\n' {
+			starts = append(starts, i+1)
+		}
+	}
+	return starts
+}
+
+func (l *yamlLoader) doc(n *yaml.Node, depth int) string {
+	s, _ := l.str(n, depth, "doc")
+	return strings.TrimRight(s, "\n")
+}
+
+var policyKeys = []string{"policy", "version", "doc", "roles", "messages", "timers", "vars", "commitments", "initial", "states"}
+
+func (l *yamlLoader) policy(root *yaml.Node) *Policy {
+	p := &Policy{}
+	var statesNode *yaml.Node
+	seen := map[string]bool{}
+	ok := l.fields(root, 0, "the policy", policyKeys, func(key string, k, v *yaml.Node) {
+		seen[key] = true
+		switch key {
+		case "policy":
+			p.Name, _ = l.str(v, 1, "policy")
+			p.Pos = l.pos(v)
+		case "version":
+			p.Version, _ = l.str(v, 1, "version")
+		case "doc":
+			p.Doc = l.doc(v, 1)
+		case "roles":
+			l.roles(p, v)
+		case "messages":
+			l.messages(p, v)
+		case "timers":
+			l.timers(p, v)
+		case "vars":
+			p.Vars = l.fieldMap(v, 1, "vars")
+		case "commitments":
+			l.commitments(p, v)
+		case "initial":
+			p.Initial = l.ref(v, 1, "initial")
+		case "states":
+			statesNode = v
+			l.states(p, v)
+		}
+	})
+	if !ok {
+		return nil
+	}
+	start := l.pos(root)
+	for _, key := range []string{"policy", "version", "roles", "states"} {
+		if !seen[key] {
+			l.d.errorf(CodeMissingField, start, "the policy has no %q key", key)
+		}
+	}
+	if p.Pos == (Pos{}) {
+		p.Pos = start
+	}
+	if p.Initial.IsZero() && len(p.States) > 0 {
+		p.Initial = Ref{Name: p.States[0].Name, Pos: p.States[0].Pos}
+	}
+	if statesNode != nil && p.Initial.IsZero() {
+		p.Initial.Pos = l.pos(statesNode)
+	}
+	return p
+}
+
+func (l *yamlLoader) roles(p *Policy, n *yaml.Node) {
+	if n = l.node(n, 1); n == nil {
+		return
+	}
+	switch n.Kind {
+	case yaml.SequenceNode:
+		for _, item := range n.Content {
+			name, _ := l.str(item, 2, "a role name")
+			p.Roles = append(p.Roles, &Role{Name: name, Pos: l.pos(item)})
+		}
+	case yaml.MappingNode:
+		for _, pr := range l.pairs(n, 1, false) {
+			r := &Role{Name: pr.key, Pos: l.pos(pr.k)}
+			if v := l.node(pr.v, 2); v != nil && !(v.Kind == yaml.ScalarNode && v.Tag == "!!null") {
+				l.fields(v, 2, fmt.Sprintf("role %q", pr.key), []string{"many", "doc"}, func(key string, _, v *yaml.Node) {
+					switch key {
+					case "many":
+						r.Many = l.boolean(v, 3, "many")
+					case "doc":
+						r.Doc = l.doc(v, 3)
+					}
+				})
+			}
+			p.Roles = append(p.Roles, r)
+		}
+	default:
+		l.d.errorf(CodeInvalidValue, l.pos(n), "roles must be a list of names or a mapping of role names, not %s", kindName(n))
+	}
+}
+
+func (l *yamlLoader) messages(p *Policy, n *yaml.Node) {
+	if n = l.node(n, 1); n == nil {
+		return
+	}
+	if n.Kind != yaml.MappingNode {
+		l.d.errorf(CodeInvalidValue, l.pos(n), "messages must be a mapping of message type names, not %s", kindName(n))
+		return
+	}
+	for _, pr := range l.pairs(n, 1, false) {
+		m := &MessageType{Name: pr.key, Pos: l.pos(pr.k)}
+		p.Messages = append(p.Messages, m)
+		v := l.node(pr.v, 2)
+		if v == nil {
+			continue
+		}
+		if v.Kind == yaml.ScalarNode {
+			m.Performative, _ = l.str(v, 2, "a performative")
+			continue
+		}
+		what := fmt.Sprintf("message type %q", pr.key)
+		hasPerf := false
+		l.fields(v, 2, what, []string{"performative", "fields", "match", "doc"}, func(key string, _, v *yaml.Node) {
+			switch key {
+			case "performative":
+				hasPerf = true
+				m.Performative, _ = l.str(v, 3, "performative")
+			case "fields":
+				m.Fields = l.fieldMap(v, 3, "fields")
+			case "match":
+				m.Match = l.expr(v, 3, "match")
+			case "doc":
+				m.Doc = l.doc(v, 3)
+			}
+		})
+		if !hasPerf && v.Kind == yaml.MappingNode {
+			l.d.errorf(CodeMissingField, l.pos(pr.k), "%s has no performative", what)
+		}
+	}
+}
+
+// fieldMap reads "name: type" pairs (message fields, variables).
+func (l *yamlLoader) fieldMap(n *yaml.Node, depth int, what string) []*Field {
+	if n = l.node(n, depth); n == nil {
+		return nil
+	}
+	if n.Kind != yaml.MappingNode {
+		l.d.errorf(CodeInvalidValue, l.pos(n), "%s must be a mapping of names to types, not %s", what, kindName(n))
+		return nil
+	}
+	var out []*Field
+	for _, pr := range l.pairs(n, depth, false) {
+		f := &Field{Name: pr.key, Pos: l.pos(pr.k)}
+		out = append(out, f)
+		s, ok := l.str(pr.v, depth+1, "a type")
+		if !ok {
+			continue
+		}
+		t, opt, valid := ParseFieldType(s)
+		if !valid {
+			names := make([]string, len(FieldTypes))
+			for i, ft := range FieldTypes {
+				names[i] = string(ft)
+			}
+			l.d.errorf(CodeInvalidValue, l.pos(pr.v), "unknown type %q (types: %s, each may be preceded by optional)%s", s, strings.Join(names, ", "), didYouMean(strings.TrimPrefix(strings.TrimSuffix(s, "?"), "optional "), names))
+			continue
+		}
+		f.Type, f.Optional = t, opt
+	}
+	return out
+}
+
+func (l *yamlLoader) timers(p *Policy, n *yaml.Node) {
+	if n = l.node(n, 1); n == nil {
+		return
+	}
+	if n.Kind != yaml.MappingNode {
+		l.d.errorf(CodeInvalidValue, l.pos(n), "timers must be a mapping of timer names, not %s", kindName(n))
+		return
+	}
+	for _, pr := range l.pairs(n, 1, false) {
+		t := &Timer{Name: pr.key, Pos: l.pos(pr.k)}
+		p.Timers = append(p.Timers, t)
+		v := l.node(pr.v, 2)
+		if v == nil {
+			continue
+		}
+		if v.Kind == yaml.ScalarNode {
+			t.After = l.duration(v, 2, "timer "+strconv.Quote(pr.key))
+			continue
+		}
+		what := fmt.Sprintf("timer %q", pr.key)
+		l.fields(v, 2, what, []string{"after", "deadline", "default", "doc"}, func(key string, _, v *yaml.Node) {
+			switch key {
+			case "after":
+				t.After = l.duration(v, 3, "after")
+			case "deadline":
+				if s, ok := l.str(v, 3, "deadline"); ok {
+					t.Deadline = l.fieldRef(s, l.pos(v))
+				}
+			case "default":
+				t.Default = l.duration(v, 3, "default")
+			case "doc":
+				t.Doc = l.doc(v, 3)
+			}
+		})
+		l.checkTimerShape(t, what)
+	}
+}
+
+func (l *yamlLoader) fieldRef(s string, pos Pos) *FieldRef {
+	r, err := ParseFieldRef(s)
+	if err != nil {
+		l.d.errorf(CodeInvalidValue, pos, "deadline: %v", err)
+		return nil
+	}
+	r.Pos = pos
+	return r
+}
+
+// ParseFieldRef parses "message.field".
+func ParseFieldRef(s string) (*FieldRef, error) {
+	msg, field, ok := strings.Cut(s, ".")
+	if !ok || msg == "" || field == "" || strings.Contains(field, ".") {
+		return nil, fmt.Errorf("%q must name a message field as <message>.<field>, such as request.reply_by", s)
+	}
+	return &FieldRef{Message: msg, Field: field}, nil
+}
+
+// checkTimerShape reports a timer that is neither a duration nor a
+// deadline, or both; shared by both loaders.
+func (d *diags) checkTimerShape(t *Timer, what string) {
+	switch {
+	case t.After > 0 && t.Deadline != nil:
+		d.errorf(CodeInvalidValue, t.Pos, "%s has both after and deadline; a timer fires after a duration or at a deadline", what)
+	case t.After == 0 && t.Deadline == nil:
+		d.errorf(CodeMissingField, t.Pos, "%s needs after (a duration) or deadline (a message field)", what)
+	case t.After > 0 && t.Default > 0:
+		d.errorf(CodeInvalidValue, t.Pos, "%s: default applies only to a deadline timer", what)
+	}
+}
+
+func (l *yamlLoader) checkTimerShape(t *Timer, what string) { l.d.checkTimerShape(t, what) }
+
+var commitmentKeys = []string{"debtor", "creditor", "create", "detach", "discharge", "cancel", "release", "expires", "deadline", "doc"}
+
+func (l *yamlLoader) commitments(p *Policy, n *yaml.Node) {
+	if n = l.node(n, 1); n == nil {
+		return
+	}
+	if n.Kind != yaml.MappingNode {
+		l.d.errorf(CodeInvalidValue, l.pos(n), "commitments must be a mapping of commitment names, not %s", kindName(n))
+		return
+	}
+	for _, pr := range l.pairs(n, 1, false) {
+		c := &Commitment{Name: pr.key, Pos: l.pos(pr.k)}
+		p.Commitments = append(p.Commitments, c)
+		what := fmt.Sprintf("commitment %q", pr.key)
+		l.fields(pr.v, 2, what, commitmentKeys, func(key string, _, v *yaml.Node) {
+			switch key {
+			case "debtor":
+				c.Debtor = l.ref(v, 3, "debtor")
+			case "creditor":
+				c.Creditor = l.ref(v, 3, "creditor")
+			case "create":
+				c.Create = l.refs(v, 3, "a message type")
+			case "detach":
+				c.Detach = l.refs(v, 3, "a message type")
+			case "discharge":
+				c.Discharge = l.refs(v, 3, "a message type")
+			case "cancel":
+				c.Cancel = l.refs(v, 3, "a message type")
+			case "release":
+				c.Release = l.refs(v, 3, "a message type")
+			case "expires":
+				c.Expires = l.ref(v, 3, "expires")
+			case "deadline":
+				c.Deadline = l.ref(v, 3, "deadline")
+			case "doc":
+				c.Doc = l.doc(v, 3)
+			}
+		})
+		l.d.checkCommitmentShape(c, what)
+	}
+}
+
+// checkCommitmentShape reports missing parts of a commitment; shared by
+// both loaders.
+func (d *diags) checkCommitmentShape(c *Commitment, what string) {
+	if c.Debtor.IsZero() {
+		d.errorf(CodeMissingField, c.Pos, "%s has no debtor", what)
+	}
+	if c.Creditor.IsZero() {
+		d.errorf(CodeMissingField, c.Pos, "%s has no creditor", what)
+	}
+	if len(c.Create) == 0 {
+		d.errorf(CodeMissingField, c.Pos, "%s has no create message", what)
+	}
+	if len(c.Discharge) == 0 {
+		d.errorf(CodeMissingField, c.Pos, "%s has no discharge message", what)
+	}
+}
+
+var stateKeys = []string{"doc", "arm", "join", "decide", "child", "terminal", "on"}
+
+func (l *yamlLoader) states(p *Policy, n *yaml.Node) {
+	if n = l.node(n, 1); n == nil {
+		return
+	}
+	if n.Kind != yaml.MappingNode {
+		l.d.errorf(CodeInvalidValue, l.pos(n), "states must be a mapping of state names, not %s", kindName(n))
+		return
+	}
+	pairs := l.pairs(n, 1, false)
+	if len(pairs) > l.limits.MaxStates {
+		l.d.errorf(CodeLimit, l.pos(n), "%d states, more than the limit of %d", len(pairs), l.limits.MaxStates)
+		return
+	}
+	p.States = make([]*State, 0, len(pairs))
+	for _, pr := range pairs {
+		s := &State{Name: pr.key, Pos: l.pos(pr.k), Kind: KindNormal}
+		p.States = append(p.States, s)
+		l.state(s, pr.v)
+	}
+}
+
+func (l *yamlLoader) state(s *State, n *yaml.Node) {
+	if n = l.node(n, 2); n == nil {
+		return
+	}
+	what := fmt.Sprintf("state %q", s.Name)
+	if n.Kind == yaml.SequenceNode {
+		s.Transitions = l.transitions(n, 2)
+		return
+	}
+	if n.Kind != yaml.MappingNode {
+		l.d.errorf(CodeInvalidValue, l.pos(n), "%s must be a list of transitions or a mapping, not %s", what, kindName(n))
+		return
+	}
+	var terminalKey, onKey *yaml.Node
+	var extras []*yaml.Node
+	l.fields(n, 2, what, stateKeys, func(key string, k, v *yaml.Node) {
+		switch key {
+		case "doc":
+			s.Doc = l.doc(v, 3)
+			return
+		case "terminal":
+			terminalKey = k
+			s.Kind = KindTerminal
+			s.Outcome, _ = l.str(v, 3, "terminal (the outcome)")
+			return
+		case "arm":
+			s.Arm = l.refs(v, 3, "a timer name")
+		case "join":
+			s.Join = l.boolean(v, 3, "join")
+		case "decide":
+			s.Decide = l.expr(v, 3, "decide")
+		case "child":
+			s.Child = l.child(v)
+		case "on":
+			onKey = k
+			if v = l.node(v, 3); v != nil {
+				if v.Kind != yaml.SequenceNode {
+					l.d.errorf(CodeInvalidValue, l.pos(v), "on must be a list of transitions, not %s", kindName(v))
+				} else {
+					s.Transitions = l.transitions(v, 3)
+				}
+			}
+		}
+		extras = append(extras, k)
+	})
+	switch {
+	case terminalKey != nil:
+		for _, k := range extras {
+			l.d.errorf(CodeInvalidValue, l.pos(k), "terminal %s cannot have %q: a terminal state ends the conversation", what, k.Value)
+		}
+	case s.Child != nil:
+		s.Kind = KindInChild
+	case onKey == nil:
+		l.d.errorf(CodeMissingField, l.pos(n), "%s has neither transitions (on) nor terminal", what)
+	}
+}
+
+func (l *yamlLoader) child(n *yaml.Node) *ChildRef {
+	c := &ChildRef{}
+	if n = l.node(n, 3); n == nil {
+		return c
+	}
+	c.Pos = l.pos(n)
+	hasPolicy := false
+	l.fields(n, 3, "child", []string{"policy", "roles"}, func(key string, _, v *yaml.Node) {
+		switch key {
+		case "policy":
+			hasPolicy = true
+			c.Policy = l.ref(v, 4, "policy")
+		case "roles":
+			v = l.node(v, 4)
+			if v == nil {
+				return
+			}
+			if v.Kind != yaml.MappingNode {
+				l.d.errorf(CodeInvalidValue, l.pos(v), "child roles must map each child role to a role of this policy, not %s", kindName(v))
+				return
+			}
+			for _, pr := range l.pairs(v, 4, true) {
+				c.Bindings = append(c.Bindings, &RoleBinding{Child: pr.key, Parent: l.ref(pr.v, 5, "a role"), Pos: l.pos(pr.k)})
+			}
+		}
+	})
+	if !hasPolicy {
+		l.d.errorf(CodeMissingField, c.Pos, "child has no policy")
+	}
+	return c
+}
+
+var transitionKeys = map[TransitionKind][]string{
+	SendMessage: {"send", "from", "to", "next", "key", "guard", "set", "doc"},
+	OnTimeout:   {"timeout", "next", "guard", "set", "doc"},
+	ChildReturn: {"return", "next", "guard", "set", "doc"},
+}
+
+var allTransitionKeys = []string{"send", "timeout", "return", "from", "to", "next", "key", "guard", "set", "doc"}
+
+func (l *yamlLoader) transitions(n *yaml.Node, depth int) []*Transition {
+	out := make([]*Transition, 0, len(n.Content))
+	for _, item := range n.Content {
+		if t := l.transition(item, depth+1); t != nil {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func (l *yamlLoader) transition(n *yaml.Node, depth int) *Transition {
+	if n = l.node(n, depth); n == nil {
+		return nil
+	}
+	if n.Kind != yaml.MappingNode {
+		l.d.errorf(CodeInvalidValue, l.pos(n), "a transition must be a mapping such as {send: m, from: A, to: B, next: s}, not %s", kindName(n))
+		return nil
+	}
+	t := &Transition{Pos: l.pos(n)}
+	pairs := l.pairs(n, depth, true)
+	var kinds []string
+	for _, pr := range pairs {
+		switch pr.key {
+		case "send":
+			t.Kind = SendMessage
+			kinds = append(kinds, pr.key)
+		case "timeout":
+			t.Kind = OnTimeout
+			kinds = append(kinds, pr.key)
+		case "return":
+			t.Kind = ChildReturn
+			kinds = append(kinds, pr.key)
+		}
+	}
+	switch len(kinds) {
+	case 0:
+		l.d.errorf(CodeMissingField, t.Pos, "a transition needs one of send, timeout or return")
+		return nil
+	case 1:
+	default:
+		l.d.errorf(CodeInvalidValue, t.Pos, "a transition takes one of send, timeout or return, not %s", strings.Join(kinds, " and "))
+		return nil
+	}
+	allowed := transitionKeys[t.Kind]
+	hasNext := false
+	for _, pr := range pairs {
+		if !contains(allowed, pr.key) {
+			if contains(allTransitionKeys, pr.key) {
+				l.d.errorf(CodeUnknownField, l.pos(pr.k), "%q does not apply to a %s transition", pr.key, t.Kind)
+			} else {
+				l.d.errorf(CodeUnknownField, l.pos(pr.k), "unknown key %q in a transition%s", pr.key, didYouMean(pr.key, allowed))
+			}
+			continue
+		}
+		v := pr.v
+		switch pr.key {
+		case "send":
+			t.Message = l.ref(v, depth+1, "send (a message type)")
+		case "timeout":
+			t.Timer = l.ref(v, depth+1, "timeout (a timer)")
+		case "return":
+			t.Outcome, _ = l.str(v, depth+1, "return (a child outcome)")
+		case "from":
+			t.From = l.ref(v, depth+1, "from (a role)")
+		case "to":
+			t.To = l.ref(v, depth+1, "to (a role)")
+		case "next":
+			hasNext = true
+			t.Next = l.ref(v, depth+1, "next (a state)")
+		case "key":
+			t.Key, _ = l.str(v, depth+1, "key")
+		case "guard":
+			t.Guard = l.expr(v, depth+1, "guard")
+		case "set":
+			t.Set = l.assigns(v, depth+1)
+		case "doc":
+			t.Doc = l.doc(v, depth+1)
+		}
+	}
+	if !hasNext {
+		l.d.errorf(CodeMissingField, t.Pos, "the %s transition has no next state", t.Kind)
+	}
+	if t.Kind == SendMessage {
+		if t.From.IsZero() {
+			l.d.errorf(CodeMissingField, t.Pos, "the send-message transition for %q has no from (the sending role)", t.Message.Name)
+		}
+		if t.To.IsZero() {
+			l.d.errorf(CodeMissingField, t.Pos, "the send-message transition for %q has no to (the receiving role)", t.Message.Name)
+		}
+	}
+	return t
+}
+
+func (l *yamlLoader) assigns(n *yaml.Node, depth int) []*Assign {
+	if n = l.node(n, depth); n == nil {
+		return nil
+	}
+	if n.Kind != yaml.MappingNode {
+		l.d.errorf(CodeInvalidValue, l.pos(n), "set must map variable names to expressions, not %s", kindName(n))
+		return nil
+	}
+	var out []*Assign
+	for _, pr := range l.pairs(n, depth, true) {
+		out = append(out, &Assign{Var: Ref{Name: pr.key, Pos: l.pos(pr.k)}, Expr: l.expr(pr.v, depth+1, "an expression")})
+	}
+	return out
+}
