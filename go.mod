@@ -3,8 +3,13 @@ module github.com/parleyhq/parley
 go 1.26
 
 require (
+	github.com/beevik/etree v1.8.1
 	github.com/expr-lang/expr v1.17.8
+	github.com/stretchr/testify v1.11.1
 	gopkg.in/yaml.v3 v3.0.1
 )
 
-require github.com/beevik/etree v1.8.1 // indirect
+require (
+	github.com/davecgh/go-spew v1.1.1 // indirect
+	github.com/pmezard/go-difflib v1.0.0 // indirect
+)

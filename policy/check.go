@@ -85,7 +85,8 @@ type checker struct {
 	toEnd   []bool
 	// varsRead records the variables expressions read (set by the
 	// expressions check, used by the unused check).
-	varsRead map[string]bool
+	varsRead  map[string]bool
+	exprCache map[exprKey]*exprResult
 }
 
 func newChecker(p *Policy, o checkOptions) *checker {

@@ -84,31 +84,71 @@ func checkExpressions(c *checker) {
 
 var noFieldRE = regexp.MustCompile(`^type .* has no field (\S+)$`)
 
+// exprResult is what parsing and type-checking one expression source in
+// one environment found; policies repeat guards, so results are memoized.
+type exprResult struct {
+	syntaxErr, typeErr error
+	reads              []string
+	got                reflect.Type
+}
+
+type exprKey struct {
+	env uintptr // identity of the environment map
+	src string
+}
+
+func (c *checker) compileExpr(src string, env map[string]any) *exprResult {
+	key := exprKey{reflect.ValueOf(env).Pointer(), src}
+	if r, ok := c.exprCache[key]; ok {
+		return r
+	}
+	r := &exprResult{}
+	if c.exprCache == nil {
+		c.exprCache = map[exprKey]*exprResult{}
+	}
+	c.exprCache[key] = r
+	tree, err := parser.Parse(src)
+	if err != nil {
+		r.syntaxErr = err
+		return r
+	}
+	reads := varReads{}
+	ast.Walk(&tree.Node, reads)
+	r.reads = sortedKeys(reads)
+	prog, err := expr.Compile(src, expr.Env(env))
+	if err != nil {
+		r.typeErr = err
+		return r
+	}
+	r.got = prog.Node().Type()
+	return r
+}
+
 // checkExpr checks one expression; want, when not nil, is the type its
 // result must have (interface results pass: they are checked at run time).
 func (c *checker) checkExpr(e *Expr, what string, env map[string]any, want reflect.Type) {
 	if e == nil {
 		return
 	}
-	tree, err := parser.Parse(e.Src)
-	if err != nil {
-		c.exprError(CodeExprSyntax, e, what, err, env)
+	r := c.compileExpr(e.Src, env)
+	switch {
+	case r.syntaxErr != nil:
+		c.exprError(CodeExprSyntax, e, what, r.syntaxErr, env)
+		return
+	case r.typeErr != nil:
+		for _, v := range r.reads {
+			c.varsRead[v] = true
+		}
+		c.exprError(CodeExprType, e, what, r.typeErr, env)
 		return
 	}
-	ast.Walk(&tree.Node, varReads(c.varsRead))
-	prog, err := expr.Compile(e.Src, expr.Env(env))
-	if err != nil {
-		c.exprError(CodeExprType, e, what, err, env)
+	for _, v := range r.reads {
+		c.varsRead[v] = true
+	}
+	if want == nil || r.got == nil || r.got.Kind() == reflect.Interface || assignable(r.got, want) {
 		return
 	}
-	if want == nil {
-		return
-	}
-	got := prog.Node().Type()
-	if got == nil || got.Kind() == reflect.Interface || assignable(got, want) {
-		return
-	}
-	c.d.errorf(CodeExprType, e.Pos, "%s is a %s, but must be a %s", what, typeName(got), typeName(want))
+	c.d.errorf(CodeExprType, e.Pos, "%s is a %s, but must be a %s", what, typeName(r.got), typeName(want))
 }
 
 // assignable reports whether an expression result of type got fits a
