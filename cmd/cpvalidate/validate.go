@@ -1,0 +1,284 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/parleyhq/parley/policies"
+	"github.com/parleyhq/parley/policy"
+)
+
+var validateCommand = &command{
+	name: "",
+	usage: `cpvalidate checks conversation policy files (YAML or CP-XML) with the
+same load and check steps the engine uses, and reports every problem at
+once, each at its position with a stable code (see docs/diagnostics.md).
+
+Usage:
+  cpvalidate [flags] PATH...
+  cpvalidate convert -to yaml|xml [-o FILE] FILE
+  cpvalidate graph [-format mermaid|dot] [-role ROLE] FILE
+  cpvalidate help [COMMAND]
+
+Commands:
+  (none)   validate the policy files at PATH...
+  convert  convert a policy between YAML and CP-XML, losslessly
+  graph    draw a policy, or one role's projection, as a diagram
+  help     print this help, or a command's ("cpvalidate help graph")
+
+A PATH that is a directory stands for every .yaml, .yml and .xml file
+under it, recursively; hidden files and directories are skipped. Child
+policies are looked up by name among the policies given, then among the
+policies Parley ships.
+
+Text output prints each diagnostic as
+  file:line:col: severity: message [CODE]
+followed by its related positions and witness trace (indented), then one
+line per policy file and the totals. Diagnostics are sorted by position.
+`,
+	exitCodes: `  0  no errors were found (warnings are allowed)
+  1  some policy has an error
+  2  usage error, or a path that cannot be read
+`,
+	examples: `  cpvalidate policies/
+  cpvalidate -format sarif -max 0 policies/ > cpvalidate.sarif
+  cpvalidate -q my-policy.yaml other-policy.xml
+`,
+	flags: validateFlags,
+	run:   runValidate,
+}
+
+type validateOptions struct {
+	format *enumFlag
+	max    int
+	quiet  bool
+}
+
+func validateFlags(fs *flag.FlagSet) any {
+	o := &validateOptions{format: newEnum("text", "text", "json", "sarif")}
+	fs.Var(o.format, "format", "output format, `text|json|sarif` (sarif is SARIF 2.1.0, for GitHub code scanning)")
+	fs.IntVar(&o.max, "max", 200, "print at most `N` diagnostics, then \"... and N more diagnostics\"; 0 means no limit")
+	fs.BoolVar(&o.quiet, "q", false, "quiet: print only the diagnostics, without the per-policy lines and totals (text format)")
+	return o
+}
+
+// fileResult is what validating one policy file found.
+type fileResult struct {
+	path   string
+	policy *policy.Policy // nil when the file could not be loaded at all
+	diags  policy.Diagnostics
+	errors int
+	warns  int
+}
+
+func (r *fileResult) ok() bool { return r.policy != nil && r.errors == 0 }
+
+// report is the outcome of a validation run.
+type report struct {
+	files []*fileResult
+	// diags holds every diagnostic of every file, sorted.
+	diags policy.Diagnostics
+	// ioErrors are the files that could not be read.
+	ioErrors []error
+}
+
+func (r *report) totals() (ok, errs, warns int) {
+	for _, f := range r.files {
+		if f.ok() {
+			ok++
+		}
+		errs += f.errors
+		warns += f.warns
+	}
+	return ok, errs, warns
+}
+
+func runValidate(c *command, opts any, args []string, stdout, stderr io.Writer) int {
+	o := opts.(*validateOptions)
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, "cpvalidate: no policy files or directories given")
+		printUsage(c, stderr)
+		return exitUsage
+	}
+	if o.max < 0 {
+		return c.usageError(stderr, "-max must be 0 (no limit) or more, not %d", o.max)
+	}
+	files, errs := expandPaths(args)
+	if len(errs) > 0 {
+		for _, err := range errs {
+			fmt.Fprintf(stderr, "cpvalidate: %v\n", err)
+		}
+		return exitUsage
+	}
+	rep := validateFiles(files)
+	for _, err := range rep.ioErrors {
+		fmt.Fprintf(stderr, "cpvalidate: %v\n", err)
+	}
+	var err error
+	switch o.format.value {
+	case "json":
+		err = writeJSON(stdout, rep, o.max)
+	case "sarif":
+		err = writeSARIF(stdout, rep, o.max)
+	default:
+		err = writeText(stdout, rep, o.max, o.quiet)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "cpvalidate: writing the report: %v\n", err)
+		return exitUsage
+	}
+	switch {
+	case len(rep.ioErrors) > 0:
+		return exitUsage
+	case rep.diags.HasErrors():
+		return exitErrors
+	}
+	for _, f := range rep.files {
+		if !f.ok() {
+			return exitErrors
+		}
+	}
+	return exitOK
+}
+
+// expandPaths turns the command line's paths into policy files, in order,
+// each once. A directory stands for the policy files under it.
+func expandPaths(args []string) ([]string, []error) {
+	var files []string
+	var errs []error
+	seen := map[string]bool{}
+	add := func(path string) {
+		key := filepath.Clean(path)
+		if abs, err := filepath.Abs(path); err == nil {
+			key = abs
+		}
+		if !seen[key] {
+			seen[key] = true
+			files = append(files, path)
+		}
+	}
+	for _, arg := range args {
+		info, err := os.Stat(arg)
+		if err != nil {
+			errs = append(errs, pathError(arg, err))
+			continue
+		}
+		if !info.IsDir() {
+			add(arg)
+			continue
+		}
+		found := 0
+		err = filepath.WalkDir(arg, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if path != arg && strings.HasPrefix(d.Name(), ".") {
+				if d.IsDir() {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			if d.IsDir() {
+				return nil
+			}
+			if _, ok := policy.FormatOf(path); ok {
+				found++
+				add(path)
+			}
+			return nil
+		})
+		switch {
+		case err != nil:
+			errs = append(errs, err)
+		case found == 0:
+			errs = append(errs, fmt.Errorf("%s: no policy files (.yaml, .yml or .xml) in this directory", arg))
+		}
+	}
+	return files, errs
+}
+
+// pathError explains a path that cannot be used. A missing path that
+// looks like a mistyped command says so.
+func pathError(arg string, err error) error {
+	if os.IsNotExist(err) && !strings.ContainsAny(arg, `/\.`) {
+		hint := fmt.Sprintf("commands are %s", strings.Join(subcommands(), ", "))
+		if s := nearest(arg, subcommands()); s != "" {
+			hint = fmt.Sprintf("did you mean the command %q?", s)
+		}
+		return fmt.Errorf("%s: no such file or directory (%s)", arg, hint)
+	}
+	if os.IsNotExist(err) {
+		return fmt.Errorf("%s: no such file or directory", arg)
+	}
+	return err
+}
+
+// validateFiles loads every file, then checks each policy, resolving
+// child policies among the ones loaded and then among the shipped ones.
+func validateFiles(paths []string) *report {
+	rep := &report{}
+	byName := map[string]*policy.Policy{}
+	for _, path := range paths {
+		p, ds, err := policy.LoadFile(path)
+		if err != nil {
+			rep.ioErrors = append(rep.ioErrors, err)
+			continue
+		}
+		rep.files = append(rep.files, &fileResult{path: path, policy: p, diags: ds})
+		if p != nil && p.Name != "" {
+			if _, dup := byName[p.Name]; !dup {
+				byName[p.Name] = p
+			}
+		}
+	}
+	resolve := func(name string) *policy.Policy {
+		if p, ok := byName[name]; ok {
+			return p
+		}
+		return policies.Resolve(name)
+	}
+	for _, f := range rep.files {
+		if f.policy != nil {
+			f.diags = append(f.diags, policy.CheckPolicy(f.policy, policy.WithPolicies(resolve))...)
+		}
+		for i := range f.diags {
+			if f.diags[i].Pos.File == "" {
+				f.diags[i].Pos.File = f.path // every diagnostic names its file
+			}
+		}
+		if f.policy == nil && !f.diags.HasErrors() {
+			// Cannot happen with today's loaders; never report such a file as ok.
+			f.diags = append(f.diags, policy.Diagnostic{Severity: policy.SeverityError, Code: policy.CodeSyntax,
+				Pos: policy.Pos{File: f.path, Line: 1, Col: 1}, Message: "the file holds no policy"})
+		}
+		f.errors = f.diags.Count(policy.SeverityError)
+		f.warns = f.diags.Count(policy.SeverityWarning)
+		rep.diags = append(rep.diags, f.diags...)
+	}
+	rep.diags.Sort()
+	return rep
+}
+
+// capped returns the first max diagnostics (all when max is 0) and how
+// many were left out.
+func capped(ds policy.Diagnostics, max int) (policy.Diagnostics, int) {
+	if max == 0 || len(ds) <= max {
+		return ds, 0
+	}
+	return ds[:max], len(ds) - max
+}
+
+// shortFingerprint keeps the algorithm and 12 hex digits, enough to tell
+// policies apart by eye.
+func shortFingerprint(fp string) string {
+	algo, hex, ok := strings.Cut(fp, ":")
+	if !ok || len(hex) <= 12 {
+		return fp
+	}
+	return algo + ":" + hex[:12]
+}
