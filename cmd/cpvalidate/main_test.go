@@ -34,7 +34,13 @@ func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 // under -update.
 func golden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", "golden", name)
+	goldenFile(t, filepath.Join("testdata", "golden", name), got)
+}
+
+// goldenFile compares got with the file at path, or rewrites the file
+// under -update.
+func goldenFile(t *testing.T, path, got string) {
+	t.Helper()
 	if *update {
 		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
 		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
@@ -64,6 +70,7 @@ func TestGolden(t *testing.T) {
 		{name: "usage", args: []string{"-h"}, code: exitOK, golden: "usage.txt"},
 		{name: "convert usage", args: []string{"convert", "-h"}, code: exitOK, golden: "usage-convert.txt"},
 		{name: "graph usage", args: []string{"help", "graph"}, code: exitOK, golden: "usage-graph.txt"},
+		{name: "trace usage", args: []string{"trace", "-h"}, code: exitOK, golden: "usage-trace.txt"},
 		{name: "graph mermaid", args: []string{"graph", shipped + "/fipa-request.yaml"}, code: exitOK, golden: "fipa-request.mmd"},
 		{name: "graph dot", args: []string{"graph", "-format", "dot", shipped + "/fipa-request.yaml"}, code: exitOK, golden: "fipa-request.dot"},
 		{name: "graph mermaid role", args: []string{"graph", shipped + "/fipa-request.yaml", "-role", "Initiator"}, code: exitOK, golden: "fipa-request-initiator.mmd"},
@@ -324,7 +331,7 @@ func TestUsageErrors(t *testing.T) {
 		{name: "missing file", args: []string{"testdata/nosuch.yaml"}, stderr: []string{"testdata/nosuch.yaml: no such file or directory"}},
 		{name: "missing file among good ones", args: []string{shipped, "nosuch.xml"}, stderr: []string{"nosuch.xml: no such file or directory"}},
 		{name: "mistyped command", args: []string{"convrt", "-to", "xml", "x.yaml"}, stderr: []string{"convrt: no such file or directory", `did you mean the command "convert"?`}},
-		{name: "unknown command", args: []string{"lint", "x.yaml"}, stderr: []string{"lint: no such file or directory (commands are convert, graph, help)"}},
+		{name: "unknown command", args: []string{"lint", "x.yaml"}, stderr: []string{"lint: no such file or directory (commands are convert, graph, trace, help)"}},
 		{name: "path after --", args: []string{"--", "-q"}, stderr: []string{"-q: no such file or directory"}},
 		{name: "directory without policies", args: []string{empty}, stderr: []string{"no policy files (.yaml, .yml or .xml) in this directory"}},
 		{name: "help for unknown command", args: []string{"help", "lint"}, stderr: []string{`unknown command "lint"`}},
@@ -370,6 +377,8 @@ func TestHelp(t *testing.T) {
 		{name: "help convert", args: []string{"help", "convert"}, cmd: convertCommand},
 		{name: "graph -h", args: []string{"graph", "-h"}, cmd: graphCommand},
 		{name: "help graph", args: []string{"help", "graph"}, cmd: graphCommand},
+		{name: "trace -h", args: []string{"trace", "-h"}, cmd: traceCommand},
+		{name: "help trace", args: []string{"help", "trace"}, cmd: traceCommand},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -23,12 +23,14 @@ Usage:
   cpvalidate [flags] PATH...
   cpvalidate convert -to yaml|xml [-o FILE] FILE
   cpvalidate graph [-format mermaid|dot] [-role ROLE] FILE
+  cpvalidate trace [-bind ROLE=agent[,agent...]]... [-format text|json] POLICY TRACE
   cpvalidate help [COMMAND]
 
 Commands:
   (none)   validate the policy files at PATH...
   convert  convert a policy between YAML and CP-XML, losslessly
   graph    draw a policy, or one role's projection, as a diagram
+  trace    check a recorded conversation (JSON Lines) against a policy
   help     print this help, or a command's ("cpvalidate help graph")
 
 A PATH that is a directory stands for every .yaml, .yml and .xml file

@@ -1,0 +1,98 @@
+package decision
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/file"
+	"github.com/expr-lang/expr/vm"
+
+	"github.com/parleyhq/parley/policy"
+)
+
+// Env is what an embedded expression can read at run time; see
+// policy.EnvContent for which names exist where. The engine fills one per
+// evaluation.
+type Env struct {
+	Content  map[string]any   `expr:"content"`
+	Msg      policy.Envelope  `expr:"msg"`
+	Vars     map[string]any   `expr:"vars"`
+	Choices  []string         `expr:"choices"`
+	Peer     string           `expr:"peer"`
+	Sessions []map[string]any `expr:"sessions"`
+}
+
+// Limits bound embedded expressions: MaxNodes caps an expression's size
+// when it is compiled, MemoryBudget what one evaluation may allocate (expr
+// has no loops without bounds, so these bound its running time too).
+const (
+	MaxNodes     = 2000
+	MemoryBudget = 100_000
+)
+
+// Program is a compiled embedded expression. It is immutable and safe for
+// concurrent use.
+type Program struct {
+	Src  *policy.Expr
+	prog *vm.Program
+}
+
+var vms = sync.Pool{New: func() any { return &vm.VM{MemoryBudget: MemoryBudget} }}
+
+// Compile compiles e for evaluation against an Env. The policy's checks
+// type-check expressions against the message schemas; this compilation
+// only resolves names, since at run time content is untyped JSON.
+func Compile(e *policy.Expr) (*Program, error) {
+	prog, err := expr.Compile(e.Src, expr.Env(Env{}), expr.MaxNodes(MaxNodes))
+	if err != nil {
+		return nil, &EvalError{Expr: e, Err: err}
+	}
+	return &Program{Src: e, prog: prog}, nil
+}
+
+// Eval evaluates the program against env.
+func (p *Program) Eval(env *Env) (any, error) {
+	m := vms.Get().(*vm.VM)
+	m.MemoryBudget = MemoryBudget
+	out, err := m.Run(p.prog, env)
+	vms.Put(m)
+	if err != nil {
+		return nil, &EvalError{Expr: p.Src, Err: err}
+	}
+	return out, nil
+}
+
+// Bool evaluates the program and requires a boolean result.
+func (p *Program) Bool(env *Env) (bool, error) {
+	out, err := p.Eval(env)
+	if err != nil {
+		return false, err
+	}
+	b, ok := out.(bool)
+	if !ok {
+		return false, &EvalError{Expr: p.Src, Err: fmt.Errorf("result is %T, not bool", out)}
+	}
+	return b, nil
+}
+
+// EvalError is an expression that failed to compile or evaluate, with its
+// position in the policy file.
+type EvalError struct {
+	Expr *policy.Expr
+	Err  error
+}
+
+func (e *EvalError) Error() string {
+	pos := e.Expr.Pos
+	msg := e.Err.Error()
+	var fe *file.Error
+	if errors.As(e.Err, &fe) {
+		pos = e.Expr.PosAt(fe.Line, fe.Column)
+		msg = fe.Message
+	}
+	return fmt.Sprintf("%s: expression %q: %s", pos, e.Expr.Src, msg)
+}
+
+func (e *EvalError) Unwrap() error { return e.Err }

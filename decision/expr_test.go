@@ -1,0 +1,128 @@
+package decision_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/parleyhq/parley/decision"
+	"github.com/parleyhq/parley/policy"
+)
+
+// at is an expression as a loader reads it from line 12, column 10 of
+// p.yaml, with continuation lines indented to column 5.
+func at(src string) *policy.Expr {
+	return &policy.Expr{Src: src, Pos: policy.Pos{File: "p.yaml", Line: 12, Col: 10}, Indent: 5}
+}
+
+func TestCompileErrorsCarryThePolicyPosition(t *testing.T) {
+	tests := []struct {
+		name string
+		src  string
+		want string
+	}{
+		{"syntax", `content.price >`, `p.yaml:12:24: expression "content.price >": unexpected token EOF`},
+		{"unknown name", `cost > 3`, `p.yaml:12:10: expression "cost > 3": unknown name cost`},
+		{"second line", "content.price > 3 &&\n  nope", "p.yaml:13:7: expression \"content.price > 3 &&\\n  nope\": unknown name nope"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := decision.Compile(at(tt.src))
+			require.Error(t, err)
+			assert.Equal(t, tt.want, err.Error())
+			var ee *decision.EvalError
+			require.ErrorAs(t, err, &ee)
+			assert.Equal(t, tt.src, ee.Expr.Src)
+		})
+	}
+}
+
+func TestCompileLimitsSize(t *testing.T) {
+	src := strings.Repeat("1 + ", decision.MaxNodes) + "1"
+	_, err := decision.Compile(at(src))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "p.yaml:12:")
+}
+
+func TestEval(t *testing.T) {
+	tests := []struct {
+		name    string
+		src     string
+		env     decision.Env
+		want    any
+		wantErr string
+	}{
+		{name: "content", src: `content.price * 2`, env: decision.Env{Content: map[string]any{"price": 21}}, want: 42},
+		{name: "missing content is nil", src: `content.price`, want: nil},
+		{name: "in", src: `"result" in content`, env: decision.Env{Content: map[string]any{"result": nil}}, want: true},
+		{name: "msg", src: `msg.sender + ">" + msg.receivers[0]`, env: decision.Env{Msg: policy.Envelope{Sender: "bob", Receivers: []string{"alice"}}}, want: "bob>alice"},
+		{name: "vars", src: `vars.n + 1`, env: decision.Env{Vars: map[string]any{"n": 1}}, want: 2},
+		{name: "choices and peer", src: `peer + ":" + choices[1]`, env: decision.Env{Peer: "bob", Choices: []string{"agree", "refuse"}}, want: "bob:refuse"},
+		{name: "sessions", src: `len(sessions)`, env: decision.Env{Sessions: []map[string]any{{}, {}}}, want: 2},
+		{name: "runtime error", src: `content.items[3]`, env: decision.Env{Content: map[string]any{"items": []any{1}}},
+			wantErr: `p.yaml:12:23: expression "content.items[3]": index out of range: 3 (array length is 1)`},
+		{name: "runtime error on the second line", src: "content.price > 3 &&\n  content.items[3] > 0", env: decision.Env{Content: map[string]any{"price": 5, "items": []any{1}}},
+			wantErr: "p.yaml:13:20: expression \"content.price > 3 &&\\n  content.items[3] > 0\": index out of range: 3 (array length is 1)"},
+		{name: "type error", src: `content.price + 1`, env: decision.Env{Content: map[string]any{"price": "cheap"}},
+			wantErr: `p.yaml:12:24: expression "content.price + 1": invalid operation: string + int`},
+		{name: "memory budget", src: `len(map(1..1000000, # * 2))`,
+			wantErr: `p.yaml:12:19: expression "len(map(1..1000000, # * 2))": memory budget exceeded`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			prog, err := decision.Compile(at(tt.src))
+			require.NoError(t, err)
+			got, err := prog.Eval(&tt.env)
+			if tt.wantErr != "" {
+				require.Error(t, err)
+				assert.Equal(t, tt.wantErr, err.Error())
+				var ee *decision.EvalError
+				require.ErrorAs(t, err, &ee)
+				assert.NotNil(t, errors.Unwrap(err))
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func TestBool(t *testing.T) {
+	yes, err := decision.Compile(at(`content.price < 5`))
+	require.NoError(t, err)
+	ok, err := yes.Bool(&decision.Env{Content: map[string]any{"price": 3}})
+	require.NoError(t, err)
+	assert.True(t, ok)
+
+	str, err := decision.Compile(at(`"yes"`))
+	require.NoError(t, err)
+	_, err = str.Bool(&decision.Env{})
+	assert.EqualError(t, err, `p.yaml:12:10: expression "\"yes\"": result is string, not bool`)
+
+	bad, err := decision.Compile(at(`content.price < 5`))
+	require.NoError(t, err)
+	_, err = bad.Bool(&decision.Env{Content: map[string]any{"price": "x"}})
+	assert.ErrorContains(t, err, "p.yaml:12:")
+}
+
+func TestProgramIsSafeForConcurrentUse(t *testing.T) {
+	prog, err := decision.Compile(at(`content.n * 2`))
+	require.NoError(t, err)
+	done := make(chan struct{})
+	for i := range 8 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for range 100 {
+				out, err := prog.Eval(&decision.Env{Content: map[string]any{"n": i}})
+				assert.NoError(t, err)
+				assert.Equal(t, i*2, out)
+			}
+		}()
+	}
+	for range 8 {
+		<-done
+	}
+}

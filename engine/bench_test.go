@@ -1,0 +1,146 @@
+package engine_test
+
+import (
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/decision"
+	"github.com/parleyhq/parley/engine"
+	"github.com/parleyhq/parley/forms"
+	"github.com/parleyhq/parley/policies"
+	"github.com/parleyhq/parley/policy"
+)
+
+// pingPong is the smallest useful policy: A pings and pongs B, forever
+// unless it stops.
+const pingPong = `policy: ping-pong
+version: 1
+roles: [A, B]
+messages: {ping: request, pong: inform, stop: cancel}
+states:
+  s0:
+    - {send: ping, from: A, to: B, next: s1}
+    - {send: stop, from: A, to: B, next: end}
+  s1:
+    - {send: pong, from: A, to: B, next: s0}
+  end: {terminal: done}
+`
+
+func mustCompile(tb testing.TB, src, role string) *engine.Program {
+	tb.Helper()
+	p, ds := policy.LoadYAML("bench.yaml", []byte(src))
+	if ds.HasErrors() {
+		tb.Fatal(ds)
+	}
+	prog, ds := engine.Compile(p, role)
+	if prog == nil {
+		tb.Fatal(ds)
+	}
+	return prog
+}
+
+// BenchmarkMessageStep measures one received message moving the state:
+// classify, validate, transition, with no decision and no timer.
+func BenchmarkMessageStep(b *testing.B) {
+	prog := mustCompile(b, pingPong, "B")
+	h, err := prog.NewHandler("c1", "b")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var q engine.Queue
+	if err := h.Start(time.Time{}, &q); err != nil {
+		b.Fatal(err)
+	}
+	ping := &engine.MessageEvent{Message: &forms.Message{Performative: "request", Sender: "a", Receivers: []string{"b"}, ConversationID: "c1"}}
+	pong := &engine.MessageEvent{Message: &forms.Message{Performative: "inform", Sender: "a", Receivers: []string{"b"}, ConversationID: "c1"}}
+	events := [2]*engine.MessageEvent{ping, pong}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		q.Reset()
+		if err := h.Process(events[i&1], &q); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+	if q.Len() != 0 {
+		b.Fatalf("unexpected output: %d events", q.Len())
+	}
+}
+
+// requestConversation runs one whole FIPA Request conversation (request,
+// agree, inform-result) between two handlers of shared programs.
+func requestConversation(tb testing.TB, ini, par *engine.Program, q *engine.Queue, conv string) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	hi, err := ini.NewHandler(conv, "alice", engine.WithPeers("Participant", "bob"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	hp, err := par.NewHandler(conv, "bob")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	q.Reset()
+	_ = hp.Start(t0, q)
+	q.Reset()
+	_ = hi.Start(t0, q)
+	d := lastDecision(q)
+	step := func(h *engine.Handler, ev engine.Event) {
+		q.Reset()
+		if err := h.Process(ev, q); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	step(hi, &engine.DecisionEvent{At: t0, Ticket: d, Answer: decision.Answer{Choice: "request", Content: map[string]any{"action": "x"}}})
+	m := lastMessage(q)
+	step(hp, &engine.MessageEvent{At: t0, Message: m})
+	d = lastDecision(q)
+	step(hp, &engine.DecisionEvent{At: t0, Ticket: d, Answer: decision.Answer{Choice: "agree"}})
+	m = lastMessage(q)
+	d = lastDecision(q) // the Participant's next decision: the result
+	step(hi, &engine.MessageEvent{At: t0, Message: m})
+	step(hp, &engine.DecisionEvent{At: t0, Ticket: d, Answer: decision.Answer{Choice: "inform-result", Content: map[string]any{"result": 42}}})
+	m = lastMessage(q)
+	step(hi, &engine.MessageEvent{At: t0, Message: m})
+	if !hi.Done() || !hp.Done() {
+		tb.Fatalf("conversation did not end: %s / %s", hi.State(""), hp.State(""))
+	}
+}
+
+func lastDecision(q *engine.Queue) uint64 {
+	for _, e := range q.Events() {
+		if d, ok := e.(*engine.DecisionEvent); ok {
+			return d.Ticket
+		}
+	}
+	return 0
+}
+
+func lastMessage(q *engine.Queue) *forms.Message {
+	for _, e := range q.Events() {
+		if m, ok := e.(*engine.MessageEvent); ok {
+			c := *m.Message
+			return &c
+		}
+	}
+	return nil
+}
+
+func BenchmarkRequestConversation(b *testing.B) {
+	p, err := policies.Load("fipa-request")
+	if err != nil {
+		b.Fatal(err)
+	}
+	ini, _ := engine.Compile(p, "Initiator")
+	par, _ := engine.Compile(p, "Participant")
+	var q engine.Queue
+	b.ReportAllocs()
+	for b.Loop() {
+		requestConversation(b, ini, par, &q, "c1")
+	}
+}
+
+var _ = fmt.Sprint
+var _ = runtime.GC

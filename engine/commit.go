@@ -1,0 +1,135 @@
+package engine
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// commitTimerPrefix starts the names of the timers commitments arm, to
+// tell them from the policy's state timers.
+const commitTimerPrefix = "commitment:"
+
+func (c CommitmentState) active() bool {
+	return c == CommitmentConditional || c == CommitmentDetached
+}
+
+// commitOp applies a commitment operation a message performs.
+func (h *Handler) commitOp(i int, op commitOp, at time.Time, cause string, out *Queue) {
+	pr := h.prog
+	s := &h.sessions[i]
+	if s.commits == nil {
+		s.commits = make([]commitInst, len(pr.commits))
+	}
+	c := &pr.commits[op.commit]
+	inst := &s.commits[op.commit]
+	switch op.op {
+	case opCreate:
+		if inst.state.active() {
+			return
+		}
+		h.commitMove(i, op.commit, CommitmentConditional, at, cause, out)
+		if !c.detachable {
+			h.commitMove(i, op.commit, CommitmentDetached, at, cause, out)
+		}
+	case opDetach:
+		if inst.state == CommitmentConditional {
+			h.commitMove(i, op.commit, CommitmentDetached, at, cause, out)
+		}
+	case opDischarge:
+		if inst.state.active() {
+			h.commitMove(i, op.commit, CommitmentDischarged, at, cause, out)
+		}
+	case opCancel:
+		switch inst.state {
+		case CommitmentConditional:
+			h.commitMove(i, op.commit, CommitmentCancelled, at, cause, out)
+		case CommitmentDetached:
+			h.commitMove(i, op.commit, CommitmentViolated, at, cause, out)
+		}
+	case opRelease:
+		if inst.state.active() {
+			h.commitMove(i, op.commit, CommitmentReleased, at, cause, out)
+		}
+	}
+}
+
+// commitMove moves commitment k of session i to state to, emitting the
+// event and setting or cancelling its deadline timers.
+func (h *Handler) commitMove(i, k int, to CommitmentState, at time.Time, cause string, out *Queue) {
+	pr := h.prog
+	s := &h.sessions[i]
+	c := &pr.commits[k]
+	inst := &s.commits[k]
+	name := commitTimerPrefix + c.name
+	if (inst.state == CommitmentConditional && c.expires >= 0) || (inst.state == CommitmentDetached && c.deadline >= 0) {
+		h.emitTimer(out, TimerCancel, at, name, i, inst.epoch, time.Time{})
+	}
+	inst.state = to
+	inst.epoch = h.next()
+	e := out.commits.get()
+	*e = CommitmentEvent{At: at, Name: c.name, State: to, Debtor: h.agentOf(i, c.debtor), Creditor: h.agentOf(i, c.creditor), Session: h.sessionName(i), Cause: cause}
+	out.events = append(out.events, e)
+	timer := -1
+	switch to {
+	case CommitmentConditional:
+		timer = c.expires
+	case CommitmentDetached:
+		timer = c.deadline
+	}
+	if timer >= 0 {
+		h.emitTimer(out, TimerSet, at, name, i, inst.epoch, h.deadline(s, timer, at))
+	}
+}
+
+// commitTimer handles a commitment's deadline: an antecedent not met in
+// time expires the commitment, a consequent not met violates it.
+func (h *Handler) commitTimer(i int, name string, e *TimerEvent, out *Queue) {
+	s := &h.sessions[i]
+	k := slices.IndexFunc(h.prog.commits, func(c commitProg) bool { return c.name == name })
+	if k < 0 || s.commits == nil || s.commits[k].epoch != e.Epoch {
+		return
+	}
+	switch s.commits[k].state {
+	case CommitmentConditional:
+		h.commitMove(i, k, CommitmentExpired, e.At, "deadline", out)
+	case CommitmentDetached:
+		h.commitMove(i, k, CommitmentViolated, e.At, "deadline", out)
+	}
+}
+
+// endCommitments closes the session's open commitments when it ends: an
+// obligation still detached was not met, a conditional one lapses.
+func (h *Handler) endCommitments(i int, at time.Time, out *Queue) {
+	s := &h.sessions[i]
+	for k := range s.commits {
+		switch s.commits[k].state {
+		case CommitmentConditional:
+			h.commitMove(i, k, CommitmentExpired, at, "conversation ended", out)
+		case CommitmentDetached:
+			h.commitMove(i, k, CommitmentViolated, at, "conversation ended", out)
+		}
+	}
+}
+
+// summarize renders per-peer outcomes as "done=1,rejected=4", sorted.
+func summarize(outcomes map[string]string) string {
+	counts := map[string]int{}
+	for _, o := range outcomes {
+		counts[o]++
+	}
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var b strings.Builder
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "%s=%d", k, counts[k])
+	}
+	return b.String()
+}

@@ -1,0 +1,17 @@
+// Package engine runs conversation policies. Compile turns a checked
+// policy and a role into an immutable Program (the policy projected onto
+// that role, with interned states, transition tables, message forms and
+// compiled expressions); a Handler runs one conversation of a Program.
+//
+// A Handler is the ConversationPolicyHandler of IBM's ABLE: Process takes
+// one input event and appends the output events it causes to a Queue. It
+// is deterministic and does no I/O: it starts no goroutines, reads no
+// clock (time comes in on the events) and sends nothing (messages to send
+// come out as events). The same inputs always give the same outputs, so a
+// conversation can be replayed, and a Handler's whole state can be
+// snapshotted and restored.
+//
+// Violations by peers are not errors: a message the policy does not allow
+// becomes a ProtocolErrorEvent with a stable code (see docs/protocol-errors.md).
+// Process returns an error only when it is misused.
+package engine

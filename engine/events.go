@@ -1,0 +1,202 @@
+package engine
+
+import (
+	"time"
+
+	"github.com/parleyhq/parley/decision"
+	"github.com/parleyhq/parley/forms"
+)
+
+// Event is an input to or an output of Handler.Process. The concrete
+// types are the pointer types below; which direction each is used in, and
+// when it is produced, is on each type.
+type Event interface{ event() }
+
+// MessageEvent carries a message.
+//
+// As input it says the message was received at At (or, with Sent, that
+// this handler's own agent sent it: a monitor feeds what it overhears this
+// way). As output it asks the agent to send Message; the handler produces
+// one when a decision is answered.
+type MessageEvent struct {
+	At      time.Time
+	Message *forms.Message
+	Sent    bool
+}
+
+// DecisionEvent is a decision point.
+//
+// As output it asks the agent's decision logic to decide Request (produced
+// when a session enters a state where this role may send, or when a join
+// releases); Ticket identifies it. As input it carries the decision
+// logic's Answer for Ticket, made at At.
+type DecisionEvent struct {
+	At      time.Time
+	Ticket  uint64
+	Request decision.Request
+	Answer  decision.Answer
+}
+
+// TimerOp says what a TimerEvent output asks for.
+type TimerOp uint8
+
+// Timer operations.
+const (
+	TimerSet TimerOp = iota + 1
+	TimerCancel
+)
+
+// TimerEvent is a timer.
+//
+// As output (Op set) it asks for timer Name of session Session to fire at
+// Deadline (TimerSet, produced when a state arming it is entered or a
+// commitment gets a deadline), or to be forgotten (TimerCancel, produced
+// when that state is left). As input it says the timer fired at At; Name,
+// Session and Epoch must be those of the TimerSet. A timer whose state was
+// left in the meantime is stale and ignored.
+type TimerEvent struct {
+	At       time.Time
+	Op       TimerOp
+	Name     string
+	Session  string
+	Deadline time.Time
+	Epoch    uint64
+}
+
+// LoadCPEvent is an output asking the agent to run child policy Policy
+// in role Role (produced when a session enters an in-child state). Roles
+// maps each child role to the agent playing it. When the child ends, feed
+// a CPDoneEvent with the same Session and Epoch.
+type LoadCPEvent struct {
+	At      time.Time
+	Policy  string
+	Role    string
+	Roles   map[string]string
+	Session string
+	Epoch   uint64
+}
+
+// CPDoneEvent is the end of a policy.
+//
+// As output it says this conversation ended with Outcome (produced once,
+// when every session has reached a terminal state); with a many role,
+// Outcomes gives each peer's outcome and Outcome summarises them. As input
+// it says a child policy started by LoadCPEvent ended with Outcome.
+type CPDoneEvent struct {
+	At       time.Time
+	Policy   string
+	Outcome  string
+	Outcomes map[string]string
+	Session  string
+	Epoch    uint64
+}
+
+// ProtocolErrorEvent is an output reporting a violation: a message,
+// timer or decision the policy does not allow. Code is stable; Reason says
+// what happened and what the state allows. Applied is true in observe mode
+// when the event was nevertheless applied.
+type ProtocolErrorEvent struct {
+	At      time.Time
+	Code    ErrorCode
+	Reason  string
+	Message *forms.Message
+	Session string
+	State   string
+	Applied bool
+}
+
+// CommitmentState is a state of a commitment's lifecycle.
+type CommitmentState string
+
+// Commitment states: active (conditional, detached) and final (the rest).
+const (
+	CommitmentConditional CommitmentState = "created"
+	CommitmentDetached    CommitmentState = "detached"
+	CommitmentDischarged  CommitmentState = "discharged"
+	CommitmentViolated    CommitmentState = "violated"
+	CommitmentExpired     CommitmentState = "expired"
+	CommitmentCancelled   CommitmentState = "cancelled"
+	CommitmentReleased    CommitmentState = "released"
+)
+
+// CommitmentEvent is an output reporting that commitment Name of session
+// Session entered State (produced by the messages and deadlines the
+// policy's commitments declare). Debtor and Creditor are agents.
+type CommitmentEvent struct {
+	At       time.Time
+	Name     string
+	State    CommitmentState
+	Debtor   string
+	Creditor string
+	Session  string
+	Cause    string
+}
+
+func (*MessageEvent) event()       {}
+func (*DecisionEvent) event()      {}
+func (*TimerEvent) event()         {}
+func (*LoadCPEvent) event()        {}
+func (*CPDoneEvent) event()        {}
+func (*ProtocolErrorEvent) event() {}
+func (*CommitmentEvent) event()    {}
+
+// Queue collects output events. It reuses its storage: the events and
+// the messages it holds stay valid until Reset, which callers do before
+// each Process (or batch of them) to process without allocating. The zero
+// Queue is ready to use; a Queue is not safe for concurrent use.
+type Queue struct {
+	events    []Event
+	msgs      pool[MessageEvent]
+	bodies    pool[forms.Message]
+	decisions pool[DecisionEvent]
+	timers    pool[TimerEvent]
+	errs      pool[ProtocolErrorEvent]
+	commits   pool[CommitmentEvent]
+	loads     pool[LoadCPEvent]
+	dones     pool[CPDoneEvent]
+}
+
+// Events returns the events appended since the last Reset, in order.
+func (q *Queue) Events() []Event { return q.events }
+
+// Len returns the number of events.
+func (q *Queue) Len() int { return len(q.events) }
+
+// Reset empties the queue, keeping its storage for reuse.
+func (q *Queue) Reset() {
+	clear(q.events)
+	q.events = q.events[:0]
+	q.msgs.reset()
+	q.bodies.reset()
+	q.decisions.reset()
+	q.timers.reset()
+	q.errs.reset()
+	q.commits.reset()
+	q.loads.reset()
+	q.dones.reset()
+}
+
+// Append adds e; the handler uses the pools below instead, to avoid
+// allocating.
+func (q *Queue) Append(e Event) { q.events = append(q.events, e) }
+
+// pool hands out zeroed elements of a reusable slice. Growing it copies
+// the elements, but pointers handed out before stay valid (they point into
+// the old array, which the events still reference).
+type pool[T any] struct {
+	items []T
+	n     int
+}
+
+func (p *pool[T]) get() *T {
+	var zero T
+	if p.n == len(p.items) {
+		p.items = append(p.items, zero)
+	}
+	x := &p.items[p.n]
+	*x = zero
+	p.n++
+	return x
+}
+
+func (p *pool[T]) reset() { p.n = 0 }

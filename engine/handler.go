@@ -1,0 +1,514 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/parleyhq/parley/decision"
+	"github.com/parleyhq/parley/forms"
+	"github.com/parleyhq/parley/policy"
+)
+
+// Mode says what a handler does with a violation.
+type Mode uint8
+
+// Modes. In Enforce mode (the default) a violating message is reported and
+// not applied. In Observe mode, for monitoring peers one does not control,
+// it is reported and then applied wherever a transition exists.
+const (
+	Enforce Mode = iota
+	Observe
+)
+
+// HandlerOption configures NewHandler.
+type HandlerOption func(*Handler)
+
+// WithMode sets the mode (Enforce by default).
+func WithMode(m Mode) HandlerOption { return func(h *Handler) { h.mode = m } }
+
+// WithContent sets the data the first decision sees as its content (the
+// manager passes Start's data this way).
+func WithContent(data map[string]any) HandlerOption {
+	return func(h *Handler) { h.startContent = data }
+}
+
+// WithPeers binds agents to a role. For the many role this handler keeps
+// sessions for, each agent gets a session; for any other role, one agent
+// plays it. Roles left unbound are bound to the first agent that sends or
+// receives that role's messages.
+func WithPeers(role string, agents ...string) HandlerOption {
+	return func(h *Handler) {
+		idx := -1
+		for i, r := range h.prog.roles {
+			if r == role {
+				idx = i
+			}
+		}
+		if idx < 0 {
+			h.optErr = fmt.Errorf("engine: WithPeers: policy %q has no role %q", h.prog.policy.Name, role)
+			return
+		}
+		if idx == h.prog.manyRole {
+			for _, a := range agents {
+				h.addSession(a)
+			}
+			return
+		}
+		if len(agents) != 1 {
+			h.optErr = fmt.Errorf("engine: WithPeers: role %q is not many, so one agent plays it, not %d", role, len(agents))
+			return
+		}
+		h.peers[idx] = agents[0]
+	}
+}
+
+// Handler runs one conversation of a Program as its role: the
+// ConversationPolicyHandler. Process is deterministic and does no I/O.
+// A Handler is not safe for concurrent use: give each to one goroutine at
+// a time (the manager does).
+type Handler struct {
+	prog   *Program
+	conv   string
+	self   string
+	mode   Mode
+	optErr error
+	// startContent is the content of the sessions before any message.
+	startContent map[string]any
+	started      bool
+	done         bool
+	counter      uint64 // advanced at every state change and decision
+	seq          uint64 // reply-with numbers
+	peers        []string
+	// sessions holds one session, or one per peer of the many role.
+	sessions []session
+	bySender map[string]int
+	// Many-role bookkeeping: sessions at a join state, ended sessions, and
+	// the pending group (initial broadcast) and join decisions.
+	atJoin      int
+	ended       int
+	groupTicket uint64
+	joinTicket  uint64
+}
+
+type session struct {
+	peer         string
+	state        int32
+	timedOutFrom int32
+	epoch        uint64
+	ticket       uint64
+	deadlines    []time.Time
+	// The last message received: for in-reply-to, duplicates and the data
+	// a decision sees.
+	lastReplyWith string
+	lastInReplyTo string
+	lastPerf      string
+	content       map[string]any
+	// reply-with of the last two messages sent to this peer.
+	sent     [2]string
+	vars     map[string]any
+	srcTimes []time.Time
+	commits  []commitInst
+}
+
+type commitInst struct {
+	state CommitmentState
+	epoch uint64
+}
+
+// ticketSessionBits is the room tickets keep for a session index.
+const ticketSessionBits = 24
+
+// NewHandler returns a handler for conversation conversationID, in which
+// this agent (self) plays the program's role.
+func (pr *Program) NewHandler(conversationID, self string, opts ...HandlerOption) (*Handler, error) {
+	h := &Handler{prog: pr, conv: conversationID, self: self, peers: make([]string, len(pr.roles))}
+	h.peers[pr.roleIdx] = self
+	for _, opt := range opts {
+		opt(h)
+	}
+	if h.optErr != nil {
+		return nil, h.optErr
+	}
+	if pr.manyRole < 0 {
+		h.sessions = make([]session, 1)
+		h.sessions[0] = newSession("")
+	}
+	for i := range h.sessions {
+		h.sessions[i].content = h.startContent
+	}
+	return h, nil
+}
+
+func newSession(peer string) session {
+	return session{peer: peer, state: -1, timedOutFrom: -1}
+}
+
+func (h *Handler) addSession(peer string) int {
+	if h.bySender == nil {
+		h.bySender = map[string]int{}
+	}
+	if i, ok := h.bySender[peer]; ok {
+		return i
+	}
+	h.sessions = append(h.sessions, newSession(peer))
+	i := len(h.sessions) - 1
+	h.bySender[peer] = i
+	return i
+}
+
+// ErrNotStarted is returned by Process before Start.
+var ErrNotStarted = errors.New("engine: handler not started")
+
+// Start enters the initial state at time at: it arms the state's timers
+// and, if this role speaks first, asks for the first decision. Call it
+// once, before Process.
+func (h *Handler) Start(at time.Time, out *Queue) error {
+	if h.started {
+		return errors.New("engine: handler already started")
+	}
+	h.started = true
+	if h.prog.manyRole >= 0 && len(h.sessions) > 0 && len(h.prog.states[h.prog.initial].sends) > 0 {
+		for i := range h.sessions {
+			h.enter(i, h.prog.initial, at, out, true)
+		}
+		h.raiseGroup(at, out)
+		return nil
+	}
+	for i := range h.sessions {
+		h.enter(i, h.prog.initial, at, out, false)
+	}
+	return nil
+}
+
+// Process consumes one input event and appends the events it causes to
+// out. Violations become ProtocolErrorEvents; the error is only for misuse
+// (an output-only event, a handler not started, a message to send to a
+// role no agent is bound to).
+func (h *Handler) Process(in Event, out *Queue) error {
+	if !h.started {
+		return ErrNotStarted
+	}
+	switch e := in.(type) {
+	case *MessageEvent:
+		if e.Message == nil {
+			return errors.New("engine: MessageEvent without a Message")
+		}
+		if e.Sent {
+			return h.sent(e, out)
+		}
+		h.received(e, out)
+		return nil
+	case *DecisionEvent:
+		return h.answer(e, out)
+	case *TimerEvent:
+		h.timer(e, out)
+		return nil
+	case *CPDoneEvent:
+		h.childDone(e, out)
+		return nil
+	case nil:
+		return errors.New("engine: nil event")
+	}
+	return fmt.Errorf("engine: %T is an output event, not an input", in)
+}
+
+// Done reports whether the conversation has ended.
+func (h *Handler) Done() bool { return h.done }
+
+// ConversationID returns the conversation's id.
+func (h *Handler) ConversationID() string { return h.conv }
+
+// Program returns the handler's program.
+func (h *Handler) Program() *Program { return h.prog }
+
+// State returns the current state of the session with peer ("" when the
+// handler has one session), or "" when there is no such session.
+func (h *Handler) State(peer string) string {
+	i, ok := h.sessionIndex(peer)
+	if !ok || h.sessions[i].state < 0 {
+		return ""
+	}
+	return h.prog.states[h.sessions[i].state].name
+}
+
+// Outcome returns the outcome of the session with peer ("" when the
+// handler has one session), or "" while it runs.
+func (h *Handler) Outcome(peer string) string {
+	i, ok := h.sessionIndex(peer)
+	if !ok || h.sessions[i].state < 0 {
+		return ""
+	}
+	return h.prog.states[h.sessions[i].state].outcome
+}
+
+// Sessions returns the peers of the many-role sessions, in order.
+func (h *Handler) Sessions() []string {
+	if h.prog.manyRole < 0 {
+		return nil
+	}
+	out := make([]string, len(h.sessions))
+	for i := range h.sessions {
+		out[i] = h.sessions[i].peer
+	}
+	return out
+}
+
+func (h *Handler) sessionIndex(peer string) (int, bool) {
+	if h.prog.manyRole < 0 {
+		return 0, peer == "" || peer == h.sessions[0].peer
+	}
+	i, ok := h.bySender[peer]
+	return i, ok
+}
+
+func (h *Handler) sessionName(i int) string {
+	if h.prog.manyRole < 0 {
+		return ""
+	}
+	return h.sessions[i].peer
+}
+
+// agentOf returns the agent playing role r as seen from session i.
+func (h *Handler) agentOf(i, r int) string {
+	if r == h.prog.manyRole {
+		return h.sessions[i].peer
+	}
+	return h.peers[r]
+}
+
+func (h *Handler) next() uint64 {
+	h.counter++
+	return h.counter
+}
+
+func (h *Handler) ticketFor(i int) uint64 {
+	return h.next()<<ticketSessionBits | uint64(i+1)
+}
+
+// enter moves session i into state st at time at.
+func (h *Handler) enter(i, st int, at time.Time, out *Queue, inGroup bool) {
+	pr := h.prog
+	s := &h.sessions[i]
+	if s.state >= 0 {
+		old := &pr.states[s.state]
+		for _, k := range old.arms {
+			h.emitTimer(out, TimerCancel, at, pr.timers[k].name, i, s.epoch, time.Time{})
+		}
+		if old.join && pr.manyRole >= 0 {
+			h.atJoin--
+		}
+	}
+	s.state = int32(st)
+	s.epoch = h.next()
+	s.ticket = 0
+	sp := &pr.states[st]
+	if cap(s.deadlines) < len(sp.arms) {
+		s.deadlines = make([]time.Time, len(sp.arms))
+	}
+	s.deadlines = s.deadlines[:len(sp.arms)]
+	for j, k := range sp.arms {
+		s.deadlines[j] = h.deadline(s, k, at)
+		h.emitTimer(out, TimerSet, at, pr.timers[k].name, i, s.epoch, s.deadlines[j])
+	}
+	switch {
+	case sp.kind == policy.KindTerminal:
+		h.endCommitments(i, at, out)
+		h.ended++
+		if h.ended == len(h.sessions) {
+			h.finish(at, out)
+			return
+		}
+	case sp.child != nil:
+		h.loadChild(i, sp, at, out)
+	case sp.join && pr.manyRole >= 0:
+		h.atJoin++
+	case len(sp.sends) > 0 && !inGroup:
+		h.raise(i, at, out)
+	}
+	if pr.manyRole >= 0 {
+		h.checkJoin(at, out)
+	}
+}
+
+// deadline computes when timer k fires if armed at at in session s.
+func (h *Handler) deadline(s *session, k int, at time.Time) time.Time {
+	t := &h.prog.timers[k]
+	if t.src < 0 {
+		return at.Add(t.after)
+	}
+	if t.src < len(s.srcTimes) && !s.srcTimes[t.src].IsZero() {
+		return s.srcTimes[t.src]
+	}
+	return at.Add(t.fallback)
+}
+
+func (h *Handler) emitTimer(out *Queue, op TimerOp, at time.Time, name string, i int, epoch uint64, deadline time.Time) {
+	e := out.timers.get()
+	*e = TimerEvent{At: at, Op: op, Name: name, Session: h.sessionName(i), Deadline: deadline, Epoch: epoch}
+	out.events = append(out.events, e)
+}
+
+func (h *Handler) protocolError(out *Queue, at time.Time, code ErrorCode, i int, m *forms.Message, applied bool, format string, args ...any) {
+	e := out.errs.get()
+	*e = ProtocolErrorEvent{At: at, Code: code, Reason: fmt.Sprintf(format, args...), Message: m, Applied: applied}
+	if i >= 0 && i < len(h.sessions) {
+		e.Session = h.sessionName(i)
+		if st := h.sessions[i].state; st >= 0 {
+			e.State = h.prog.states[st].name
+		}
+	}
+	out.events = append(out.events, e)
+}
+
+// choices returns the choices session i may take in its state; guards
+// that need message content cannot be decided yet and are offered, then
+// checked against the answer's content.
+func (h *Handler) choices(i int) []string {
+	sp := &h.prog.states[h.sessions[i].state]
+	if !sp.guarded {
+		return sp.choices
+	}
+	var out []string
+	env := decision.Env{Vars: h.sessions[i].vars}
+	for _, t := range sp.sends {
+		if t.guard != nil {
+			if ok, err := t.guard.Bool(&env); err == nil && !ok {
+				continue
+			}
+		}
+		if !containsString(out, t.key) {
+			out = append(out, t.key)
+		}
+	}
+	return out
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (h *Handler) request(i int, ticket uint64) decision.Request {
+	s := &h.sessions[i]
+	return decision.Request{
+		ConversationID: h.conv,
+		Policy:         h.prog.policy.Name,
+		Role:           h.prog.role,
+		Point:          h.prog.states[s.state].name,
+		Ticket:         ticket,
+		Choices:        h.choices(i),
+		Peer:           h.sessionName(i),
+		Content:        s.content,
+		Vars:           s.vars,
+	}
+}
+
+// raise asks for a decision for session i.
+func (h *Handler) raise(i int, at time.Time, out *Queue) {
+	t := h.ticketFor(i)
+	h.sessions[i].ticket = t
+	e := out.decisions.get()
+	e.At, e.Ticket, e.Request = at, t, h.request(i, t)
+	out.events = append(out.events, e)
+}
+
+// raiseGroup asks one decision for every session: the many role's
+// conversation starts with one message to all its peers.
+func (h *Handler) raiseGroup(at time.Time, out *Queue) {
+	t := h.ticketFor(-1)
+	h.groupTicket = t
+	e := out.decisions.get()
+	e.At, e.Ticket, e.Request = at, t, h.request(0, t)
+	e.Request.Peer = ""
+	out.events = append(out.events, e)
+}
+
+// checkJoin releases a join once every session is at a join or ended and
+// some wait there without a decision.
+func (h *Handler) checkJoin(at time.Time, out *Queue) {
+	if h.atJoin == 0 || h.atJoin+h.ended != len(h.sessions) {
+		return
+	}
+	waiting := false
+	for i := range h.sessions {
+		s := &h.sessions[i]
+		if h.prog.states[s.state].join && s.ticket == 0 {
+			waiting = true
+			break
+		}
+	}
+	if waiting {
+		h.releaseJoin(at, out)
+	}
+}
+
+// releaseJoin raises one decision for every session at a join.
+func (h *Handler) releaseJoin(at time.Time, out *Queue) {
+	t := h.ticketFor(-1)
+	h.joinTicket = t
+	e := out.decisions.get()
+	e.At, e.Ticket = at, t
+	first := true
+	for i := range h.sessions {
+		s := &h.sessions[i]
+		if s.state < 0 || !h.prog.states[s.state].join {
+			continue
+		}
+		s.ticket = t
+		req := h.request(i, t)
+		if first {
+			e.Request = req
+			e.Request.Peer, e.Request.Content, e.Request.Vars = "", nil, nil
+			first = false
+		}
+		e.Request.Sessions = append(e.Request.Sessions, decision.Session{Peer: s.peer, Choices: req.Choices, Content: s.content, Vars: s.vars})
+	}
+	out.events = append(out.events, e)
+}
+
+func (h *Handler) loadChild(i int, sp *stateProg, at time.Time, out *Queue) {
+	e := out.loads.get()
+	e.At, e.Policy, e.Session, e.Epoch = at, sp.child.Policy.Name, h.sessionName(i), h.sessions[i].epoch
+	e.Roles = make(map[string]string, len(sp.child.Bindings))
+	for _, b := range sp.child.Bindings {
+		for r, name := range h.prog.roles {
+			if name == b.Parent.Name {
+				e.Roles[b.Child] = h.agentOf(i, r)
+				if r == h.prog.roleIdx {
+					e.Role = b.Child
+				}
+			}
+		}
+	}
+	out.events = append(out.events, e)
+}
+
+// finish ends the conversation.
+func (h *Handler) finish(at time.Time, out *Queue) {
+	h.done = true
+	e := out.dones.get()
+	e.At, e.Policy = at, h.prog.policy.Name
+	if h.prog.manyRole < 0 {
+		e.Outcome = h.prog.states[h.sessions[0].state].outcome
+	} else {
+		e.Outcomes = make(map[string]string, len(h.sessions))
+		for i := range h.sessions {
+			e.Outcomes[h.sessions[i].peer] = h.prog.states[h.sessions[i].state].outcome
+		}
+		e.Outcome = summarize(e.Outcomes)
+	}
+	out.events = append(out.events, e)
+}
+
+// outboundReplyWith returns a fresh reply-with for a message this handler
+// sends.
+func (h *Handler) outboundReplyWith() string {
+	h.seq++
+	return h.conv + "#" + strconv.FormatUint(h.seq, 10)
+}

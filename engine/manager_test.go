@@ -1,0 +1,448 @@
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/parleyhq/parley/decision"
+	"github.com/parleyhq/parley/engine"
+	"github.com/parleyhq/parley/forms"
+	"github.com/parleyhq/parley/policies"
+	"github.com/parleyhq/parley/policy"
+	"github.com/parleyhq/parley/trace"
+)
+
+var mt0 = time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)
+
+// recorder is an observer that keeps what tests look at.
+type recorder struct {
+	mu       sync.Mutex
+	sent     []*forms.Message
+	errs     []*engine.ProtocolErrorEvent
+	failures []error
+	commits  []string
+}
+
+func (r *recorder) observe(o engine.Observation) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch e := o.Event.(type) {
+	case *engine.MessageEvent:
+		if o.Err != nil {
+			r.failures = append(r.failures, o.Err)
+		} else if !o.Input {
+			r.sent = append(r.sent, e.Message)
+		}
+	case *engine.ProtocolErrorEvent:
+		c := *e
+		r.errs = append(r.errs, &c)
+	case *engine.CommitmentEvent:
+		r.commits = append(r.commits, fmt.Sprintf("%s %s %s", o.Agent, e.Name, e.State))
+	}
+}
+
+func (r *recorder) codes() []engine.ErrorCode {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []engine.ErrorCode
+	for _, e := range r.errs {
+		out = append(out, e.Code)
+	}
+	return out
+}
+
+func (r *recorder) performatives() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, m := range r.sent {
+		out = append(out, m.Sender+":"+m.Performative)
+	}
+	return out
+}
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// world is a bus of agents sharing a fake clock and a recorder.
+type world struct {
+	t     *testing.T
+	bus   *engine.Bus
+	clock *engine.FakeClock
+	rec   *recorder
+	mgrs  []*engine.Manager
+}
+
+func newWorld(t *testing.T) *world {
+	w := &world{t: t, bus: engine.NewBus(), clock: engine.NewFakeClock(mt0), rec: &recorder{}}
+	t.Cleanup(func() {
+		for _, m := range w.mgrs {
+			m.Close()
+		}
+	})
+	return w
+}
+
+func (w *world) agent(name string, d decision.Decider, opts ...engine.ManagerOption) *engine.Manager {
+	opts = append([]engine.ManagerOption{engine.WithClock(w.clock), engine.WithLogger(quiet), engine.WithObserver(w.rec.observe), engine.WithDecider(d), engine.WithResolver(policies.Resolve)}, opts...)
+	m := engine.NewManager(name, opts...)
+	w.bus.Connect(m)
+	w.mgrs = append(w.mgrs, m)
+	for _, name := range []string{"fipa-request", "fipa-query", "fipa-contract-net"} {
+		p, err := policies.Load(name)
+		require.NoError(w.t, err)
+		require.NoError(w.t, m.Register(p))
+	}
+	return m
+}
+
+func (w *world) settle() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(w.t, w.bus.Settle(ctx))
+}
+
+// script answers decision points from a table: "policy:point" or
+// "point" → answer.
+type script map[string]decision.Answer
+
+func (s script) Decide(_ context.Context, req *decision.Request) (decision.Answer, error) {
+	if a, ok := s[req.Policy+":"+req.Point]; ok {
+		return a, nil
+	}
+	if a, ok := s[req.Point]; ok {
+		return a, nil
+	}
+	return decision.Answer{}, nil // wait
+}
+
+func TestManagerRunsEachFIPAPolicyEndToEnd(t *testing.T) {
+	tests := []struct {
+		name     string
+		policy   string
+		ini, par script
+		data     map[string]any
+		want     []string
+		outcome  string
+	}{
+		{
+			name: "request agree result", policy: "fipa-request",
+			ini:  script{"start": {Choice: "request", Content: map[string]any{"action": "x"}}},
+			par:  script{"requested": {Choice: "agree"}, "agreed": {Choice: "inform-result", Content: map[string]any{"result": 1}}},
+			want: []string{"alice:request", "bob:agree", "bob:inform"}, outcome: "result",
+		},
+		{
+			name: "request refused", policy: "fipa-request",
+			ini:  script{"start": {Choice: "request"}},
+			par:  script{"requested": {Choice: "refuse", Content: map[string]any{"reason": "busy"}}},
+			want: []string{"alice:request", "bob:refuse"}, outcome: "refused",
+		},
+		{
+			name: "query-if", policy: "fipa-query",
+			ini:  script{"start": {Choice: "query-if", Content: map[string]any{"about": "rain"}}},
+			par:  script{"if-queried": {Choice: "inform-tf", Content: map[string]any{"holds": true}}},
+			want: []string{"alice:query-if", "bob:inform"}, outcome: "answered",
+		},
+		{
+			name: "query-ref with agree", policy: "fipa-query",
+			ini:  script{"start": {Choice: "query-ref"}},
+			par:  script{"ref-queried": {Choice: "agree"}, "ref-agreed": {Choice: "inform-result", Content: map[string]any{"result": []any{"a"}}}},
+			want: []string{"alice:query-ref", "bob:agree", "bob:inform"}, outcome: "answered",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t)
+			alice := w.agent("alice", tt.ini)
+			w.agent("bob", tt.par)
+			ctx := context.Background()
+			conv, err := alice.Start(ctx, tt.policy, "Initiator", map[string][]string{"Participant": {"bob"}}, tt.data)
+			require.NoError(t, err)
+			w.settle()
+			outcome, err := alice.Wait(ctx, conv)
+			require.NoError(t, err)
+			assert.Equal(t, tt.outcome, outcome)
+			assert.Equal(t, tt.want, w.rec.performatives())
+			assert.Empty(t, w.rec.codes())
+		})
+	}
+
+	t.Run("contract net", func(t *testing.T) {
+		w := newWorld(t)
+		dir := engine.NewDirectory()
+		for i, price := range []float64{30, 10, 20} {
+			name := fmt.Sprintf("p%d", i+1)
+			w.agent(name, decision.Func(func(_ context.Context, req *decision.Request) (decision.Answer, error) {
+				switch req.Point {
+				case "solicited":
+					return decision.Answer{Choice: "propose", Content: map[string]any{"price": price}}, nil
+				case "awarded":
+					return decision.Answer{Choice: "inform-done", Content: map[string]any{"done": true}}, nil
+				}
+				return decision.Answer{}, nil
+			}))
+			dir.Register(name, "fipa-contract-net", "Participant")
+		}
+		buyer := w.agent("buyer", decision.Func(func(_ context.Context, req *decision.Request) (decision.Answer, error) {
+			switch req.Point {
+			case "start":
+				return decision.Answer{Choice: "cfp", Content: map[string]any{"task": "t"}, ReplyBy: mt0.Add(10 * time.Second)}, nil
+			case "proposed":
+				a := decision.Answer{Sessions: map[string]decision.SessionAnswer{}}
+				for _, s := range req.Sessions {
+					choice := "reject-proposal"
+					if s.Content["price"] == 10.0 {
+						choice = "accept-proposal"
+					}
+					a.Sessions[s.Peer] = decision.SessionAnswer{Choice: choice}
+				}
+				return a, nil
+			}
+			return decision.Answer{}, nil
+		}))
+		ctx := context.Background()
+		conv, err := buyer.Start(ctx, "fipa-contract-net", "Initiator", map[string][]string{"Participant": dir.Lookup("fipa-contract-net", "Participant")}, nil)
+		require.NoError(t, err)
+		w.settle()
+		outcome, err := buyer.Wait(ctx, conv)
+		require.NoError(t, err)
+		assert.Equal(t, "done=1,rejected=2", outcome)
+		assert.Empty(t, w.rec.codes())
+	})
+}
+
+func TestManagerTimeoutsAndLateRepliesWithFakeClock(t *testing.T) {
+	w := newWorld(t)
+	var bobAnswer atomic.Pointer[engine.DecisionRequest]
+	alice := w.agent("alice", script{"start": {Choice: "request", ReplyBy: mt0.Add(30 * time.Second)}})
+	bob := w.agent("bob", nil, engine.WithAsyncDecisions(func(r engine.DecisionRequest) { bobAnswer.Store(&r) }))
+	ctx := context.Background()
+	conv, err := alice.Start(ctx, "fipa-request", "Initiator", map[string][]string{"Participant": {"bob"}}, nil)
+	require.NoError(t, err)
+	w.settle()
+	pending := bobAnswer.Load()
+	require.NotNil(t, pending, "bob was asked to decide")
+	assert.Equal(t, "requested", pending.Request.Point)
+
+	w.clock.Advance(29 * time.Second)
+	w.settle()
+	st, err := alice.Status(ctx, conv)
+	require.NoError(t, err)
+	assert.False(t, st.Done, "not yet timed out")
+
+	w.clock.Advance(time.Second) // the reply_by deadline
+	w.settle()
+	outcome, err := alice.Wait(ctx, conv)
+	require.NoError(t, err)
+	assert.Equal(t, "timeout", outcome)
+
+	// bob's own handler timed out too, so his answer is stale.
+	bob.Answer(pending.Conversation, pending.Ticket, decision.Answer{Choice: "agree"})
+	w.settle()
+	assert.Equal(t, []engine.ErrorCode{engine.ErrStaleDecision}, w.rec.codes())
+
+	// A reply forged after the deadline reaches alice as late.
+	w.bus.Send(ctx, &forms.Message{Performative: "agree", Sender: "bob", Receivers: []string{"alice"}, ConversationID: conv, Protocol: "fipa-request"})
+	w.settle()
+	assert.Equal(t, []engine.ErrorCode{engine.ErrStaleDecision, engine.ErrLate}, w.rec.codes())
+}
+
+func TestManagerRetentionAndSweep(t *testing.T) {
+	w := newWorld(t)
+	alice := w.agent("alice", script{"start": {Choice: "request"}}, engine.WithRetention(time.Minute))
+	w.agent("bob", script{"requested": {Choice: "refuse"}})
+	ctx := context.Background()
+	conv, err := alice.Start(ctx, "fipa-request", "Initiator", map[string][]string{"Participant": {"bob"}}, nil)
+	require.NoError(t, err)
+	w.settle()
+	_, err = alice.Wait(ctx, conv)
+	require.NoError(t, err)
+	assert.Equal(t, 1, alice.Len())
+
+	late := &forms.Message{Performative: "agree", Sender: "bob", Receivers: []string{"alice"}, ConversationID: conv, Protocol: "fipa-request"}
+	w.bus.Send(ctx, late)
+	w.settle()
+	assert.Equal(t, []engine.ErrorCode{engine.ErrEnded}, w.rec.codes(), "within retention: conversation ended")
+
+	w.clock.Advance(2 * time.Minute)
+	w.settle()
+	assert.Equal(t, 0, alice.Len(), "swept")
+	w.bus.Send(ctx, late)
+	w.settle()
+	assert.Equal(t, []engine.ErrorCode{engine.ErrEnded, engine.ErrUnknownConversation}, w.rec.codes(), "after the sweep: unknown")
+	_, err = alice.Wait(ctx, conv)
+	assert.ErrorIs(t, err, engine.ErrNoConversation)
+}
+
+func TestManagerConcurrentConversations(t *testing.T) {
+	w := newWorld(t)
+	alice := w.agent("alice", script{"start": {Choice: "request"}})
+	w.agent("bob", script{"requested": {Choice: "agree"}, "agreed": {Choice: "inform-done", Content: map[string]any{"done": true}}})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const goroutines, each = 16, 25
+	var wg sync.WaitGroup
+	errs := make(chan error, goroutines*each)
+	for range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range each {
+				conv, err := alice.Start(ctx, "fipa-request", "Initiator", map[string][]string{"Participant": {"bob"}}, nil)
+				if err != nil {
+					errs <- err
+					continue
+				}
+				outcome, err := alice.Wait(ctx, conv)
+				if err == nil && outcome != "done" {
+					err = fmt.Errorf("%s ended %s", conv, outcome)
+				}
+				if err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	assert.Empty(t, w.rec.codes())
+	assert.Equal(t, goroutines*each, alice.Len())
+}
+
+// parentPolicy runs fipa-request as a child: the buyer first asks whether
+// the seller is open, then requests inside the child policy.
+const parentPolicy = `policy: shop
+version: 1
+roles: [Buyer, Seller]
+messages:
+  ask: query-if
+  open: {performative: inform, fields: {holds: bool}}
+timers: {reply: 30s}
+states:
+  start:
+    - {send: ask, from: Buyer, to: Seller, next: asked}
+  asked:
+    arm: reply
+    on:
+      - {send: open, from: Seller, to: Buyer, next: buying}
+      - {timeout: reply, next: closed}
+  buying:
+    child: {policy: fipa-request, roles: {Initiator: Buyer, Participant: Seller}}
+    on:
+      - {return: result, next: bought}
+      - {return: done, next: bought}
+      - {return: refused, next: closed}
+      - {return: not-understood, next: closed}
+      - {return: failed, next: closed}
+      - {return: cancelled, next: closed}
+      - {return: cancel-failed, next: closed}
+      - {return: timeout, next: closed}
+  bought: {terminal: bought}
+  closed: {terminal: closed}
+`
+
+func TestManagerRunsAChildPolicy(t *testing.T) {
+	w := newWorld(t)
+	p, ds := policy.LoadYAML("shop.yaml", []byte(parentPolicy))
+	require.Empty(t, ds)
+	require.Empty(t, policy.CheckPolicy(p, policy.WithPolicies(policies.Resolve)))
+	buyer := w.agent("buyer", script{"shop:start": {Choice: "ask"}, "fipa-request:start": {Choice: "request", Content: map[string]any{"buy": "apples"}}})
+	seller := w.agent("seller", script{"asked": {Choice: "open", Content: map[string]any{"holds": true}}, "requested": {Choice: "inform-result", Content: map[string]any{"result": "apples"}}})
+	require.NoError(t, buyer.Register(p))
+	require.NoError(t, seller.Register(p))
+	ctx := context.Background()
+	conv, err := buyer.Start(ctx, "shop", "Buyer", map[string][]string{"Seller": {"seller"}}, nil)
+	require.NoError(t, err)
+	w.settle()
+	outcome, err := buyer.Wait(ctx, conv)
+	require.NoError(t, err)
+	assert.Equal(t, "bought", outcome)
+	assert.Equal(t, []string{"buyer:query-if", "seller:inform", "buyer:request", "seller:inform"}, w.rec.performatives())
+	child, err := buyer.Status(ctx, conv+"/fipa-request#1")
+	require.NoError(t, err)
+	assert.Equal(t, "result", child.Outcome)
+}
+
+func TestManagerRejectsMessagesThatOpenNothing(t *testing.T) {
+	w := newWorld(t)
+	w.agent("alice", nil, engine.WithNotUnderstood())
+	ctx := context.Background()
+	var bobGot []*forms.Message
+	var mu sync.Mutex
+	bob := engine.NewManager("bob", engine.WithLogger(quiet), engine.WithClock(w.clock), engine.WithObserver(func(o engine.Observation) {
+		if pe, ok := o.Event.(*engine.ProtocolErrorEvent); ok && pe.Code == engine.ErrUnknownConversation {
+			mu.Lock()
+			bobGot = append(bobGot, pe.Message)
+			mu.Unlock()
+		}
+	}))
+	defer bob.Close()
+	w.bus.Connect(bob)
+	require.NoError(t, w.bus.Send(ctx, &forms.Message{Performative: "request", Sender: "bob", Receivers: []string{"alice"}}))
+	require.NoError(t, w.bus.Send(ctx, &forms.Message{Performative: "request", Sender: "bob", Receivers: []string{"alice"}, ConversationID: "x", Protocol: "no-such-protocol"}))
+	w.settle()
+	codes := w.rec.codes()
+	assert.Equal(t, []engine.ErrorCode{engine.ErrUnknownConversation, engine.ErrUnknownConversation}, codes)
+	w.rec.mu.Lock()
+	reasons := w.rec.errs[0].Reason + "\n" + w.rec.errs[1].Reason // the two may come in either order
+	w.rec.mu.Unlock()
+	assert.Contains(t, reasons, "neither a conversation id nor a protocol")
+	assert.Contains(t, reasons, `no new conversations of protocol "no-such-protocol"`)
+	// alice answered both with not-understood; bob, who knows no such
+	// conversations either, reported them and did not answer back.
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, bobGot, 2)
+	assert.Equal(t, "not-understood", bobGot[0].Performative)
+}
+
+func TestManagerReportsSendFailures(t *testing.T) {
+	w := newWorld(t)
+	alice := w.agent("alice", script{"start": {Choice: "request"}})
+	ctx := context.Background()
+	_, err := alice.Start(ctx, "fipa-request", "Initiator", map[string][]string{"Participant": {"nobody"}}, nil)
+	require.NoError(t, err)
+	w.settle()
+	w.rec.mu.Lock()
+	defer w.rec.mu.Unlock()
+	require.Len(t, w.rec.failures, 1)
+	assert.ErrorIs(t, w.rec.failures[0], engine.ErrNoSuchAgent)
+}
+
+func TestManagerJournalConformsToThePolicy(t *testing.T) {
+	w := newWorld(t)
+	var buf strings.Builder
+	j := trace.NewWriter(&buf)
+	alice := w.agent("alice", script{"start": {Choice: "request", ReplyBy: mt0.Add(time.Minute)}}, engine.WithJournal(j, false))
+	w.agent("bob", script{"requested": {Choice: "agree"}, "agreed": {Choice: "failure", Content: map[string]any{"reason": "out of paint"}}}, engine.WithJournal(j, false))
+	ctx := context.Background()
+	conv, err := alice.Start(ctx, "fipa-request", "Initiator", map[string][]string{"Participant": {"bob"}}, nil)
+	require.NoError(t, err)
+	w.settle()
+	_, err = alice.Wait(ctx, conv)
+	require.NoError(t, err)
+	entries, problems, err := trace.Read(strings.NewReader(buf.String()))
+	require.NoError(t, err)
+	p, err := policies.Load("fipa-request")
+	require.NoError(t, err)
+	res, err := trace.Check(p, entries, problems, trace.Options{})
+	require.NoError(t, err)
+	assert.True(t, res.Summary.Conforms, "%v", res.Findings)
+	assert.Equal(t, map[string]string{"alice": "failed", "bob": "failed"}, res.Summary.Outcomes)
+	// failure after agree violates bob's commitment
+	w.rec.mu.Lock()
+	defer w.rec.mu.Unlock()
+	assert.Contains(t, w.rec.commits, "bob perform violated")
+}

@@ -1,0 +1,624 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/parleyhq/parley/decision"
+	"github.com/parleyhq/parley/forms"
+	"github.com/parleyhq/parley/policy"
+)
+
+// match is the transition a message was classified into.
+type match struct {
+	t       *transProg
+	form    *forms.Form
+	agentOK bool // the sender (or receiver) is the agent bound to the role
+}
+
+// classify finds the transition of list that m is an instance of: by
+// performative and match rule (forms with a match rule first), then guard.
+// agent is the agent that m comes from (for receives) or goes to (for
+// sends); a transition whose role is bound to another agent matches with
+// agentOK false, so observe mode can still apply it.
+func (h *Handler) classify(i int, list []transProg, m *forms.Message, agent string, recv bool) (match, error) {
+	var best, fallback match
+	for pass := 0; pass < 2 && best.t == nil; pass++ {
+		for k := range list {
+			t := &list[k]
+			f := h.prog.msgs[t.msg].form
+			if f.Type.Performative != m.Performative || f.HasMatch() != (pass == 0) {
+				continue
+			}
+			if pass == 0 && !f.Matches(m) {
+				continue
+			}
+			if t.guard != nil {
+				ok, err := t.guard.Bool(&decision.Env{Content: m.Content, Msg: m.Envelope(), Vars: h.sessions[i].vars})
+				if err != nil {
+					return match{}, err
+				}
+				if !ok {
+					continue
+				}
+			}
+			bound := h.agentOf(i, t.peer)
+			mt := match{t: t, form: f, agentOK: bound == "" || bound == agent || (!recv && m.HasReceiver(bound))}
+			if mt.agentOK {
+				best = mt
+				break
+			}
+			if fallback.t == nil {
+				fallback = mt
+			}
+		}
+	}
+	if best.t == nil {
+		best = fallback
+	}
+	return best, nil
+}
+
+// received handles a message from a peer.
+func (h *Handler) received(e *MessageEvent, out *Queue) {
+	m, at := e.Message, e.At
+	pr := h.prog
+	if m.ConversationID != "" && h.conv != "" && m.ConversationID != h.conv {
+		h.protocolError(out, at, ErrWrongConversation, -1, m, false, "message for conversation %q reached conversation %q", m.ConversationID, h.conv)
+		return
+	}
+	i := 0
+	if pr.manyRole >= 0 {
+		var ok bool
+		if i, ok = h.bySender[m.Sender]; !ok {
+			h.protocolError(out, at, ErrUnknownAgent, -1, m, false, "%q is not a %s of this conversation", m.Sender, pr.roles[pr.manyRole])
+			return
+		}
+	}
+	s := &h.sessions[i]
+	if h.done || pr.states[s.state].kind == policy.KindTerminal {
+		h.afterEnd(i, m, at, out)
+		return
+	}
+	sp := &pr.states[s.state]
+	mt, err := h.classify(i, sp.recvs, m, m.Sender, true)
+	if err != nil {
+		h.protocolError(out, at, ErrExpression, i, m, false, "%v", err)
+		return
+	}
+	if mt.t == nil {
+		h.unexpected(i, m, at, out)
+		return
+	}
+	applied := h.mode == Observe
+	if !mt.agentOK {
+		h.protocolError(out, at, ErrUnknownAgent, i, m, applied, "%q sent %s, but %s is played by %q in this conversation", m.Sender, pr.msgs[mt.t.msg].name, pr.roles[mt.t.peer], h.agentOf(i, mt.t.peer))
+		if !applied {
+			return
+		}
+	}
+	if late, d := h.isLate(s, at); late {
+		h.protocolError(out, at, ErrLate, i, m, applied, "%s from %q arrived at %s, after the deadline %s of state %q", pr.msgs[mt.t.msg].name, m.Sender, at.Format(time.RFC3339Nano), d.Format(time.RFC3339Nano), sp.name)
+		if !applied {
+			return
+		}
+	}
+	if m.InReplyTo != "" && s.sent[0] != "" && m.InReplyTo != s.sent[0] && m.InReplyTo != s.sent[1] {
+		h.protocolError(out, at, ErrWrongReply, i, m, applied, "%s from %q is in reply to %q, which was not sent to it (the last message sent had reply-with %q)", pr.msgs[mt.t.msg].name, m.Sender, m.InReplyTo, s.sent[0])
+		if !applied {
+			return
+		}
+	}
+	if err := mt.form.Validate(m.Content); err != nil {
+		h.protocolError(out, at, ErrInvalidContent, i, m, applied, "%v", err)
+		if !applied {
+			return
+		}
+	}
+	h.apply(i, mt.t, m, at, out, false)
+}
+
+// isLate reports whether a message at time at comes after a deadline of
+// the session's state.
+func (h *Handler) isLate(s *session, at time.Time) (bool, time.Time) {
+	if at.IsZero() {
+		return false, time.Time{}
+	}
+	for _, d := range s.deadlines {
+		if !d.IsZero() && !at.Before(d) {
+			return true, d
+		}
+	}
+	return false, time.Time{}
+}
+
+// afterEnd reports a message that reached an ended session: late when it
+// answers a wait that timed out, else conversation ended.
+func (h *Handler) afterEnd(i int, m *forms.Message, at time.Time, out *Queue) {
+	pr := h.prog
+	s := &h.sessions[i]
+	// Only this peer's session may have ended, not the conversation.
+	what := "the conversation"
+	if !h.done {
+		what = "the session with " + s.peer
+	}
+	if s.timedOutFrom >= 0 {
+		if mt, err := h.classify(i, pr.states[s.timedOutFrom].recvs, m, m.Sender, true); err == nil && mt.t != nil {
+			h.protocolError(out, at, ErrLate, i, m, false, "%s from %q is late: state %q timed out and %s ended with outcome %q", pr.msgs[mt.t.msg].name, m.Sender, pr.states[s.timedOutFrom].name, what, pr.states[s.state].outcome)
+			return
+		}
+	}
+	if h.isDuplicate(s, m) {
+		h.protocolError(out, at, ErrDuplicate, i, m, false, "%s from %q repeats a message already received; %s has ended with outcome %q", m.Performative, m.Sender, what, pr.states[s.state].outcome)
+		return
+	}
+	h.protocolError(out, at, ErrEnded, i, m, false, "%s from %q arrived after %s ended with outcome %q", m.Performative, m.Sender, what, pr.states[s.state].outcome)
+}
+
+func (h *Handler) isDuplicate(s *session, m *forms.Message) bool {
+	if s.lastPerf == "" || m.Performative != s.lastPerf || m.InReplyTo != s.lastInReplyTo {
+		return false
+	}
+	if m.ReplyWith != "" || s.lastReplyWith != "" {
+		return m.ReplyWith == s.lastReplyWith
+	}
+	return sameContent(m.Content, s.content)
+}
+
+// sameContent reports whether two contents are equal as JSON: a restored
+// handler holds the content it last received as decoded JSON (numbers as
+// float64), so a duplicate must be recognised whatever Go types carry its
+// numbers.
+func sameContent(a, b map[string]any) bool {
+	if len(a) == 0 && len(b) == 0 {
+		return true
+	}
+	if reflect.DeepEqual(a, b) {
+		return true
+	}
+	ja, err1 := json.Marshal(a)
+	jb, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && string(ja) == string(jb)
+}
+
+// unexpected reports a message no transition of the state accepts,
+// telling apart duplicates, late replies and messages of the wrong role.
+func (h *Handler) unexpected(i int, m *forms.Message, at time.Time, out *Queue) {
+	pr := h.prog
+	s := &h.sessions[i]
+	sp := &pr.states[s.state]
+	if h.isDuplicate(s, m) {
+		h.protocolError(out, at, ErrDuplicate, i, m, false, "%s from %q repeats the message already received; %s", m.Performative, m.Sender, sp.allowText)
+		return
+	}
+	if s.timedOutFrom >= 0 {
+		if mt, err := h.classify(i, pr.states[s.timedOutFrom].recvs, m, m.Sender, true); err == nil && mt.t != nil {
+			h.protocolError(out, at, ErrLate, i, m, false, "%s from %q is late: state %q timed out; %s", pr.msgs[mt.t.msg].name, m.Sender, pr.states[s.timedOutFrom].name, sp.allowText)
+			return
+		}
+	}
+	if mt, err := h.classify(i, sp.sends, m, m.Sender, true); err == nil && mt.t != nil {
+		h.protocolError(out, at, ErrWrongRole, i, m, false, "%q sent %s, which only %s sends here; %s", m.Sender, pr.msgs[mt.t.msg].name, pr.role, sp.allowText)
+		return
+	}
+	h.protocolError(out, at, ErrUnexpected, i, m, false, "unexpected %s from %q: %s", m.Performative, m.Sender, sp.allowText)
+}
+
+// sent handles a message this handler's own agent sent, as a monitor
+// overhears it: the decision was made elsewhere.
+func (h *Handler) sent(e *MessageEvent, out *Queue) error {
+	m, at := e.Message, e.At
+	pr := h.prog
+	if m.ConversationID != "" && h.conv != "" && m.ConversationID != h.conv {
+		h.protocolError(out, at, ErrWrongConversation, -1, m, false, "message for conversation %q reached conversation %q", m.ConversationID, h.conv)
+		return nil
+	}
+	targets := []int{0}
+	if pr.manyRole >= 0 {
+		targets = targets[:0]
+		for _, r := range m.Receivers {
+			i, ok := h.bySender[r]
+			if !ok && len(h.sessions) == 0 || !ok && h.allAtInitial() {
+				i, ok = h.addSession(r), true
+				h.sessions[i].state = -1
+				h.enter(i, pr.initial, at, out, true)
+			}
+			if !ok {
+				h.protocolError(out, at, ErrUnknownAgent, -1, m, false, "%q is not a %s of this conversation", r, pr.roles[pr.manyRole])
+				continue
+			}
+			targets = append(targets, i)
+		}
+	}
+	for _, i := range targets {
+		s := &h.sessions[i]
+		if h.done || pr.states[s.state].kind == policy.KindTerminal {
+			if s.timedOutFrom >= 0 {
+				if mt, err := h.classify(i, pr.states[s.timedOutFrom].sends, m, "", false); err == nil && mt.t != nil {
+					h.protocolError(out, at, ErrLate, i, m, false, "%s sent by %q is late: state %q timed out and the conversation ended with outcome %q", pr.msgs[mt.t.msg].name, m.Sender, pr.states[s.timedOutFrom].name, pr.states[s.state].outcome)
+					continue
+				}
+			}
+			h.protocolError(out, at, ErrEnded, i, m, false, "%s sent by %q after the conversation ended with outcome %q", m.Performative, m.Sender, pr.states[s.state].outcome)
+			continue
+		}
+		sp := &pr.states[s.state]
+		agent := ""
+		if len(m.Receivers) > 0 {
+			agent = m.Receivers[0]
+		}
+		if pr.manyRole >= 0 {
+			agent = s.peer
+		}
+		mt, err := h.classify(i, sp.sends, m, agent, false)
+		if err != nil {
+			h.protocolError(out, at, ErrExpression, i, m, false, "%v", err)
+			continue
+		}
+		if mt.t == nil {
+			if mt2, err := h.classify(i, sp.recvs, m, agent, false); err == nil && mt2.t != nil {
+				h.protocolError(out, at, ErrWrongRole, i, m, false, "%q sent %s, which only %s sends here", m.Sender, pr.msgs[mt2.t.msg].name, pr.roles[mt2.t.peer])
+				continue
+			}
+			allowed := "it may send nothing here"
+			if len(sp.choices) > 0 {
+				allowed = "it may send " + joinList(sp.choices)
+			}
+			h.protocolError(out, at, ErrUnexpected, i, m, false, "unexpected %s sent by %q in state %q: %s", m.Performative, m.Sender, sp.name, allowed)
+			continue
+		}
+		applied := h.mode == Observe
+		if err := mt.form.Validate(m.Content); err != nil {
+			h.protocolError(out, at, ErrInvalidContent, i, m, applied, "%v", err)
+			if !applied {
+				continue
+			}
+		}
+		s.sent[1], s.sent[0] = s.sent[0], m.ReplyWith
+		h.apply(i, mt.t, m, at, out, true)
+	}
+	return nil
+}
+
+// allAtInitial reports whether no session has left the initial state,
+// so a new peer can still join the opening message.
+func (h *Handler) allAtInitial() bool {
+	for i := range h.sessions {
+		if h.sessions[i].state != int32(h.prog.initial) {
+			return false
+		}
+	}
+	return true
+}
+
+// apply takes transition t for session i on message m (received, or sent
+// when sent is true).
+func (h *Handler) apply(i int, t *transProg, m *forms.Message, at time.Time, out *Queue, sent bool) {
+	pr := h.prog
+	s := &h.sessions[i]
+	if len(t.sets) > 0 && !h.assign(i, t, m, at, out) {
+		return
+	}
+	mp := &pr.msgs[t.msg]
+	if len(mp.srcs) > 0 {
+		if s.srcTimes == nil {
+			s.srcTimes = make([]time.Time, len(pr.deadlineSrc))
+		}
+		for _, k := range mp.srcs {
+			s.srcTimes[k], _ = forms.Time(m, pr.deadlineSrc[k].field)
+		}
+	}
+	if !sent {
+		s.lastReplyWith, s.lastInReplyTo, s.lastPerf, s.content = m.ReplyWith, m.InReplyTo, m.Performative, m.Content
+		if r := t.peer; r != pr.manyRole && h.peers[r] == "" {
+			h.peers[r] = m.Sender
+		}
+	} else if r := t.peer; r != pr.manyRole && h.peers[r] == "" && len(m.Receivers) > 0 {
+		h.peers[r] = m.Receivers[0]
+	}
+	for _, op := range mp.ops {
+		h.commitOp(i, op, at, mp.name, out)
+	}
+	s.timedOutFrom = -1
+	h.enter(i, t.next, at, out, false)
+}
+
+// assign evaluates t's assignments and stores them; an evaluation error
+// is reported and the transition not taken.
+func (h *Handler) assign(i int, t *transProg, m *forms.Message, at time.Time, out *Queue) bool {
+	vals, name, err := h.evalSets(i, t, m)
+	if err != nil {
+		h.protocolError(out, at, ErrExpression, i, m, false, "setting %q: %v", name, err)
+		return false
+	}
+	s := &h.sessions[i]
+	if s.vars == nil {
+		s.vars = make(map[string]any, len(h.prog.vars))
+	}
+	for k, set := range t.sets {
+		s.vars[set.name] = vals[k]
+	}
+	return true
+}
+
+// evalSets evaluates t's assignments for session i on message m (nil for
+// a timeout or a child's return) without storing them; on failure it
+// returns the variable whose expression failed.
+func (h *Handler) evalSets(i int, t *transProg, m *forms.Message) ([]any, string, error) {
+	env := decision.Env{Vars: h.sessions[i].vars}
+	if m != nil {
+		env.Content, env.Msg = m.Content, m.Envelope()
+	}
+	vals := make([]any, len(t.sets))
+	for k, set := range t.sets {
+		v, err := set.prog.Eval(&env)
+		if err != nil {
+			return nil, set.name, err
+		}
+		vals[k] = v
+	}
+	return vals, "", nil
+}
+
+// answer applies decision logic's answer.
+func (h *Handler) answer(e *DecisionEvent, out *Queue) error {
+	idx := int(e.Ticket & (1<<ticketSessionBits - 1))
+	switch {
+	case idx == 0 && e.Ticket != 0 && e.Ticket == h.groupTicket:
+		return h.answerGroup(e, out)
+	case idx == 0 && e.Ticket != 0 && e.Ticket == h.joinTicket:
+		return h.answerJoin(e, out)
+	case idx == 0 || idx > len(h.sessions) || h.sessions[idx-1].ticket != e.Ticket || h.done:
+		h.protocolError(out, e.At, ErrStaleDecision, -1, nil, false, "decision for ticket %d is stale: the conversation moved on before it was answered", e.Ticket)
+		return nil
+	}
+	i := idx - 1
+	a := e.Answer
+	if a.Choice == "" {
+		return nil // wait: the decision stays open and may be answered later
+	}
+	_, err := h.take(i, a.Choice, a.Content, a.ReplyBy, e.At, out, nil)
+	return err
+}
+
+// take sends the message of choice for session i (or, with group set, for
+// every session in group at once) and takes its transition. It reports
+// whether it did; a choice it refuses is a protocol error, not an error.
+func (h *Handler) take(i int, choice string, content map[string]any, replyBy time.Time, at time.Time, out *Queue, group []int) (bool, error) {
+	pr := h.prog
+	s := &h.sessions[i]
+	sp := &pr.states[s.state]
+	var t, guarded *transProg
+	var guardErr error
+	env := decision.Env{Content: content, Vars: s.vars}
+	for k := range sp.sends {
+		c := &sp.sends[k]
+		if c.key != choice {
+			continue
+		}
+		if c.guard != nil {
+			ok, err := c.guard.Bool(&env)
+			if err != nil || !ok {
+				guarded, guardErr = c, err
+				continue
+			}
+		}
+		t = c
+		break
+	}
+	switch {
+	case t == nil && guardErr != nil:
+		h.protocolError(out, at, ErrExpression, i, nil, false, "choice %q: %v", choice, guardErr)
+		return false, nil
+	case t == nil && guarded != nil:
+		h.protocolError(out, at, ErrChoiceNotAllowed, i, nil, false, "choice %q is not allowed in state %q: its guard %q does not hold for the decision's content", choice, sp.name, guarded.guard.Src.Src)
+		return false, nil
+	case t == nil:
+		h.protocolError(out, at, ErrChoiceNotAllowed, i, nil, false, "choice %q is not allowed in state %q; the choices are %s", choice, sp.name, strings.Join(h.choices(i), ", "))
+		return false, nil
+	}
+	form := pr.msgs[t.msg].form
+	if err := form.Validate(content); err != nil {
+		h.protocolError(out, at, ErrInvalidContent, i, nil, false, "the decision's content does not fit: %v", err)
+		return false, nil
+	}
+	var receivers []string
+	if group == nil {
+		agent := h.agentOf(i, t.peer)
+		if agent == "" {
+			return false, fmt.Errorf("engine: no agent plays %s in conversation %q: bind one with WithPeers", pr.roles[t.peer], h.conv)
+		}
+		receivers = []string{agent}
+	} else {
+		receivers = make([]string, len(group))
+		for k, j := range group {
+			receivers[k] = h.sessions[j].peer
+		}
+	}
+	msg := out.bodies.get()
+	rw := h.outboundReplyWith()
+	// Build cannot fail: the content was validated above.
+	_ = form.Build(msg, content, forms.Params{
+		Sender: h.self, Receivers: receivers, ConversationID: h.conv,
+		ReplyWith: rw, InReplyTo: s.lastReplyWith, ReplyBy: replyBy, Protocol: pr.policy.Name,
+	})
+	if group == nil {
+		group = []int{i}
+	}
+	// Assignments can fail at run time: evaluate them before the message
+	// goes out, so that a failure sends nothing and leaves the state as it
+	// was (apply evaluates them again, with the same result).
+	for _, j := range group {
+		if len(t.sets) == 0 {
+			break
+		}
+		if _, name, err := h.evalSets(j, t, msg); err != nil {
+			h.seq--
+			h.protocolError(out, at, ErrExpression, j, nil, false, "setting %q: %v; %s was not sent", name, err, pr.msgs[t.msg].name)
+			return false, nil
+		}
+	}
+	me := out.msgs.get()
+	me.At, me.Message = at, msg
+	out.events = append(out.events, me)
+	for _, j := range group {
+		sj := &h.sessions[j]
+		sj.sent[1], sj.sent[0] = sj.sent[0], rw
+		h.apply(j, t, msg, at, out, true)
+	}
+	return true, nil
+}
+
+// answerGroup applies the answer to the opening decision of a many-role
+// conversation: one message to every peer.
+func (h *Handler) answerGroup(e *DecisionEvent, out *Queue) error {
+	if e.Answer.Choice == "" {
+		return nil
+	}
+	group := make([]int, len(h.sessions))
+	for i := range group {
+		group[i] = i
+	}
+	ok, err := h.take(0, e.Answer.Choice, e.Answer.Content, e.Answer.ReplyBy, e.At, out, group)
+	if ok {
+		h.groupTicket = 0
+	}
+	return err
+}
+
+// answerJoin applies a join decision: one answer per waiting session.
+func (h *Handler) answerJoin(e *DecisionEvent, out *Queue) error {
+	var waiting []int
+	for i := range h.sessions {
+		if h.sessions[i].ticket == e.Ticket {
+			waiting = append(waiting, i)
+		}
+	}
+	var missing []string
+	for _, i := range waiting {
+		peer := h.sessions[i].peer
+		a, ok := e.Answer.Sessions[peer]
+		if !ok {
+			missing = append(missing, peer)
+			continue
+		}
+		if a.Choice == "" {
+			continue // this session waits
+		}
+		if _, err := h.take(i, a.Choice, a.Content, a.ReplyBy, e.At, out, nil); err != nil {
+			return err
+		}
+	}
+	// In peer order, not map order: the same inputs give the same outputs.
+	for _, peer := range slices.Sorted(maps.Keys(e.Answer.Sessions)) {
+		if i, ok := h.bySender[peer]; !ok || !slices.Contains(waiting, i) {
+			h.protocolError(out, e.At, ErrStaleDecision, -1, nil, false, "the join decision answers %q, which is not waiting at the join", peer)
+		}
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		h.protocolError(out, e.At, ErrChoiceNotAllowed, -1, nil, false, "the join decision has no answer for %s; they keep waiting", joinList(quoteAll(missing)))
+	}
+	return nil
+}
+
+func quoteAll(list []string) []string {
+	out := make([]string, len(list))
+	for i, s := range list {
+		out[i] = fmt.Sprintf("%q", s)
+	}
+	return out
+}
+
+// timer handles an expired timer.
+func (h *Handler) timer(e *TimerEvent, out *Queue) {
+	if h.done {
+		return
+	}
+	i, ok := h.sessionIndex(e.Session)
+	if !ok || i >= len(h.sessions) {
+		return
+	}
+	if name, ok := strings.CutPrefix(e.Name, commitTimerPrefix); ok {
+		h.commitTimer(i, name, e, out)
+		return
+	}
+	pr := h.prog
+	s := &h.sessions[i]
+	if s.state < 0 || e.Epoch != s.epoch {
+		return // stale: the state was left
+	}
+	sp := &pr.states[s.state]
+	k := -1
+	for _, a := range sp.arms {
+		if pr.timers[a].name == e.Name {
+			k = a
+		}
+	}
+	if k < 0 {
+		return
+	}
+	env := decision.Env{Vars: s.vars}
+	for j := range sp.timeout {
+		t := &sp.timeout[j]
+		if t.timer != k {
+			continue
+		}
+		if t.guard != nil {
+			ok, err := t.guard.Bool(&env)
+			if err != nil {
+				h.protocolError(out, e.At, ErrExpression, i, nil, false, "%v", err)
+				return
+			}
+			if !ok {
+				continue
+			}
+		}
+		if len(t.sets) > 0 && !h.assign(i, t, nil, e.At, out) {
+			return
+		}
+		from := s.state
+		h.enter(i, t.next, e.At, out, false)
+		h.sessions[i].timedOutFrom = from
+		return
+	}
+	if sp.join && pr.manyRole >= 0 && s.ticket == 0 {
+		h.releaseJoin(e.At, out)
+	}
+}
+
+// childDone takes the child-return transition for a child's outcome.
+func (h *Handler) childDone(e *CPDoneEvent, out *Queue) {
+	i, ok := h.sessionIndex(e.Session)
+	if !ok || h.done {
+		return
+	}
+	s := &h.sessions[i]
+	if s.state < 0 || e.Epoch != s.epoch {
+		return
+	}
+	sp := &h.prog.states[s.state]
+	env := decision.Env{Vars: s.vars}
+	for j := range sp.returns {
+		t := &sp.returns[j]
+		if t.outcome != e.Outcome {
+			continue
+		}
+		if t.guard != nil {
+			if ok, err := t.guard.Bool(&env); err != nil || !ok {
+				continue
+			}
+		}
+		if len(t.sets) > 0 && !h.assign(i, t, nil, e.At, out) {
+			return
+		}
+		h.enter(i, t.next, e.At, out, false)
+		return
+	}
+	h.protocolError(out, e.At, ErrUnexpected, i, nil, false, "child policy %q ended with outcome %q, which state %q does not handle", e.Policy, e.Outcome, sp.name)
+}

@@ -1,0 +1,426 @@
+package engine
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/parleyhq/parley/decision"
+	"github.com/parleyhq/parley/forms"
+	"github.com/parleyhq/parley/policy"
+)
+
+// Program is a policy compiled for one role: the projection onto that role
+// with states, transitions, message forms and expressions resolved to
+// indexes. It is immutable and safe to share between goroutines and
+// handlers; compile once, run many conversations.
+type Program struct {
+	policy      *policy.Policy
+	role        string
+	roleIdx     int
+	fingerprint string
+	roles       []string // role names, by index
+	manyRole    int      // index of the many role the local role talks to, or -1
+	states      []stateProg
+	initial     int
+	msgs        []msgProg
+	timers      []timerProg
+	commits     []commitProg
+	// deadlineSrc lists the (message, field) pairs deadline timers read;
+	// sessions remember the latest value of each.
+	deadlineSrc []fieldSrc
+	vars        []string
+	stateIndex  map[string]int
+}
+
+type fieldSrc struct {
+	msg   int
+	field string
+}
+
+type stateProg struct {
+	name    string
+	kind    policy.StateKind
+	outcome string
+	join    bool
+	arms    []int
+	sends   []transProg
+	recvs   []transProg
+	timeout []transProg
+	returns []transProg
+	// choices are the keys of sends, precomputed for states whose sends
+	// have no guards.
+	choices   []string
+	guarded   bool
+	child     *policy.ChildRef
+	allowText string // what the state accepts, for error messages
+}
+
+type transProg struct {
+	key     string
+	msg     int // message type, for sends and receives
+	peer    int // the other role, for sends and receives
+	timer   int
+	outcome string
+	next    int
+	guard   *decision.Program
+	sets    []setProg
+}
+
+type setProg struct {
+	name string
+	prog *decision.Program
+}
+
+type msgProg struct {
+	name string
+	form *forms.Form
+	// commitment operations this message performs: commitment index and
+	// operation.
+	ops []commitOp
+	// deadline sources this message sets.
+	srcs []int
+}
+
+type timerProg struct {
+	name     string
+	after    time.Duration
+	src      int // index into deadlineSrc, or -1
+	fallback time.Duration
+}
+
+type commitProg struct {
+	name             string
+	debtor, creditor int
+	detachable       bool
+	expires          int // timer index or -1
+	deadline         int // timer index or -1
+}
+
+type opKind uint8
+
+const (
+	opCreate opKind = iota + 1
+	opDetach
+	opDischarge
+	opCancel
+	opRelease
+)
+
+type commitOp struct {
+	commit int
+	op     opKind
+}
+
+// CompileOption configures Compile.
+type CompileOption func(*compileOptions)
+
+type compileOptions struct {
+	resolve func(string) *policy.Policy
+	timers  map[string]time.Duration
+}
+
+// WithPolicies resolves child policies for the compile-time checks.
+func WithPolicies(resolve func(name string) *policy.Policy) CompileOption {
+	return func(o *compileOptions) { o.resolve = resolve }
+}
+
+// WithTimer overrides the duration of a timer (its after, or the default
+// of a deadline timer), for agents that need other bounds than the policy
+// file's.
+func WithTimer(name string, d time.Duration) CompileOption {
+	return func(o *compileOptions) {
+		if o.timers == nil {
+			o.timers = map[string]time.Duration{}
+		}
+		o.timers[name] = d
+	}
+}
+
+// Compile checks p and compiles it for role. The diagnostics are those of
+// policy.CheckPolicy (plus compile problems, such as an unknown role); the
+// program is nil when they hold an error.
+func Compile(p *policy.Policy, role string, opts ...CompileOption) (*Program, policy.Diagnostics) {
+	var o compileOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	var checkOpts []policy.CheckOption
+	if o.resolve != nil {
+		checkOpts = append(checkOpts, policy.WithPolicies(o.resolve))
+	}
+	ds := policy.CheckPolicy(p, checkOpts...)
+	if p.Role(role) == nil {
+		var names []string
+		for _, r := range p.Roles {
+			names = append(names, r.Name)
+		}
+		ds = append(ds, policy.Diagnostic{Severity: policy.SeverityError, Code: policy.CodeUndeclaredRole, Pos: p.Pos,
+			Message: fmt.Sprintf("policy %q has no role %q (roles: %v)", p.Name, role, names)})
+	}
+	if ds.HasErrors() {
+		return nil, ds
+	}
+	proj, pds := policy.Project(p, role)
+	if ds = append(ds, pds...); ds.HasErrors() {
+		return nil, ds
+	}
+	prog, err := build(p, role, proj, &o)
+	if err != nil {
+		ds = append(ds, policy.Diagnostic{Severity: policy.SeverityError, Code: policy.CodeExprType, Pos: p.Pos, Message: err.Error()})
+		return nil, ds
+	}
+	return prog, ds
+}
+
+func build(p *policy.Policy, role string, proj *policy.Projection, o *compileOptions) (*Program, error) {
+	pr := &Program{policy: p, role: role, fingerprint: p.Fingerprint(), manyRole: -1, stateIndex: map[string]int{}}
+	roleIdx := map[string]int{}
+	for i, r := range p.Roles {
+		roleIdx[r.Name] = i
+		pr.roles = append(pr.roles, r.Name)
+	}
+	pr.roleIdx = roleIdx[role]
+	msgIdx := map[string]int{}
+	for i, m := range p.Messages {
+		msgIdx[m.Name] = i
+		var match forms.Predicate
+		if m.Match != nil {
+			prog, err := decision.Compile(m.Match)
+			if err != nil {
+				return nil, err
+			}
+			match = matchPredicate{prog}
+		}
+		form, err := forms.New(m, match)
+		if err != nil {
+			return nil, err
+		}
+		pr.msgs = append(pr.msgs, msgProg{name: m.Name, form: form})
+	}
+	timerIdx := map[string]int{}
+	for i, t := range p.Timers {
+		timerIdx[t.Name] = i
+		tp := timerProg{name: t.Name, after: t.After, src: -1, fallback: t.Default}
+		if d, ok := o.timers[t.Name]; ok {
+			if t.Deadline != nil {
+				tp.fallback = d
+			} else {
+				tp.after = d
+			}
+		}
+		if t.Deadline != nil {
+			src := fieldSrc{msg: msgIdx[t.Deadline.Message], field: t.Deadline.Field}
+			k := slices.Index(pr.deadlineSrc, src)
+			if k < 0 {
+				k = len(pr.deadlineSrc)
+				pr.deadlineSrc = append(pr.deadlineSrc, src)
+				pr.msgs[src.msg].srcs = append(pr.msgs[src.msg].srcs, k)
+			}
+			tp.src = k
+		}
+		pr.timers = append(pr.timers, tp)
+	}
+	timerOf := func(r policy.Ref) int {
+		if i, ok := timerIdx[r.Name]; ok {
+			return i
+		}
+		return -1
+	}
+	for ci, c := range p.Commitments {
+		pr.commits = append(pr.commits, commitProg{
+			name: c.Name, debtor: roleIdx[c.Debtor.Name], creditor: roleIdx[c.Creditor.Name],
+			detachable: len(c.Detach) > 0, expires: timerOf(c.Expires), deadline: timerOf(c.Deadline),
+		})
+		for _, op := range []struct {
+			refs []policy.Ref
+			kind opKind
+		}{{c.Create, opCreate}, {c.Detach, opDetach}, {c.Discharge, opDischarge}, {c.Cancel, opCancel}, {c.Release, opRelease}} {
+			for _, r := range op.refs {
+				m := &pr.msgs[msgIdx[r.Name]]
+				m.ops = append(m.ops, commitOp{commit: ci, op: op.kind})
+			}
+		}
+	}
+	for _, v := range p.Vars {
+		pr.vars = append(pr.vars, v.Name)
+	}
+	// The local role talks to a many role: keep one session per peer.
+	if r := p.Role(role); !r.Many {
+		for _, s := range p.States {
+			for _, t := range s.Transitions {
+				if t.Kind != policy.SendMessage {
+					continue
+				}
+				var other string
+				switch role {
+				case t.From.Name:
+					other = t.To.Name
+				case t.To.Name:
+					other = t.From.Name
+				default:
+					continue
+				}
+				if p.Role(other).Many {
+					pr.manyRole = roleIdx[other]
+				}
+			}
+		}
+	}
+	compile := func(e *policy.Expr) (*decision.Program, error) {
+		if e == nil {
+			return nil, nil
+		}
+		return decision.Compile(e)
+	}
+	for i, ls := range proj.States {
+		pr.stateIndex[ls.Name] = i
+		sp := stateProg{name: ls.Name, kind: ls.Kind, outcome: ls.Outcome, join: ls.Join}
+		for _, g := range ls.Global {
+			for _, a := range g.Arm {
+				if k := timerOf(a); k >= 0 && !slices.Contains(sp.arms, k) {
+					sp.arms = append(sp.arms, k)
+				}
+			}
+			if g.Child != nil && sp.child == nil {
+				sp.child = g.Child
+			}
+		}
+		for _, lt := range ls.Transitions {
+			t := lt.Transition()
+			tp := transProg{next: lt.Next, timer: -1, msg: -1, peer: -1, outcome: t.Outcome}
+			var err error
+			if tp.guard, err = compile(t.Guard); err != nil {
+				return nil, err
+			}
+			for _, a := range t.Set {
+				prog, err := compile(a.Expr)
+				if err != nil {
+					return nil, err
+				}
+				tp.sets = append(tp.sets, setProg{name: a.Var.Name, prog: prog})
+			}
+			switch lt.Action {
+			case policy.ActionSend, policy.ActionReceive:
+				tp.key = t.MessageKey()
+				tp.msg = msgIdx[t.Message.Name]
+				tp.peer = roleIdx[lt.Peer]
+				if lt.Action == policy.ActionSend {
+					sp.sends = append(sp.sends, tp)
+					sp.guarded = sp.guarded || tp.guard != nil
+				} else {
+					sp.recvs = append(sp.recvs, tp)
+				}
+			case policy.ActionTimeout:
+				tp.timer = timerOf(t.Timer)
+				sp.timeout = append(sp.timeout, tp)
+			case policy.ActionChildReturn:
+				sp.returns = append(sp.returns, tp)
+			}
+		}
+		for _, t := range sp.sends {
+			if !slices.Contains(sp.choices, t.key) {
+				sp.choices = append(sp.choices, t.key)
+			}
+		}
+		sp.allowText = allowText(p, pr, &sp)
+		pr.states = append(pr.states, sp)
+	}
+	pr.initial = 0
+	return pr, nil
+}
+
+// allowText describes what a state accepts from peers, for the reason of
+// an unexpected-message error.
+func allowText(p *policy.Policy, pr *Program, sp *stateProg) string {
+	if len(sp.recvs) == 0 {
+		if len(sp.sends) > 0 {
+			return fmt.Sprintf("state %q expects no message: %s sends next", sp.name, pr.role)
+		}
+		return fmt.Sprintf("state %q expects no message", sp.name)
+	}
+	var parts []string
+	for _, t := range sp.recvs {
+		s := fmt.Sprintf("%s from %s", pr.msgs[t.msg].name, pr.roles[t.peer])
+		if !slices.Contains(parts, s) {
+			parts = append(parts, s)
+		}
+	}
+	return fmt.Sprintf("state %q allows %s", sp.name, joinList(parts))
+}
+
+func joinList(parts []string) string {
+	switch len(parts) {
+	case 0:
+		return "nothing"
+	case 1:
+		return parts[0]
+	}
+	out := ""
+	for i, s := range parts {
+		switch {
+		case i == 0:
+		case i == len(parts)-1:
+			out += " or "
+		default:
+			out += ", "
+		}
+		out += s
+	}
+	return out
+}
+
+type matchPredicate struct{ prog *decision.Program }
+
+func (m matchPredicate) Match(msg *forms.Message) (bool, error) {
+	return m.prog.Bool(&decision.Env{Content: msg.Content, Msg: msg.Envelope()})
+}
+
+// Policy returns the policy the program was compiled from.
+func (pr *Program) Policy() *policy.Policy { return pr.policy }
+
+// Role returns the role the program plays.
+func (pr *Program) Role() string { return pr.role }
+
+// Fingerprint returns the policy's fingerprint.
+func (pr *Program) Fingerprint() string { return pr.fingerprint }
+
+// States returns the names of the program's (local) states; the first is
+// the initial state.
+func (pr *Program) States() []string {
+	out := make([]string, len(pr.states))
+	for i, s := range pr.states {
+		out[i] = s.name
+	}
+	return out
+}
+
+// HasState reports whether the program has a local state called name.
+func (pr *Program) HasState(name string) bool {
+	_, ok := pr.stateIndex[name]
+	return ok
+}
+
+// ManyRole returns the many role this program keeps one session per peer
+// of, or "".
+func (pr *Program) ManyRole() string {
+	if pr.manyRole < 0 {
+		return ""
+	}
+	return pr.roles[pr.manyRole]
+}
+
+// Peers returns the roles this program's role exchanges messages with.
+func (pr *Program) Peers() []string {
+	var out []string
+	for _, s := range pr.states {
+		for _, list := range [][]transProg{s.sends, s.recvs} {
+			for _, t := range list {
+				if r := pr.roles[t.peer]; !slices.Contains(out, r) {
+					out = append(out, r)
+				}
+			}
+		}
+	}
+	return out
+}

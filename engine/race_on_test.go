@@ -1,0 +1,7 @@
+//go:build race
+
+package engine_test
+
+// raceEnabled reports whether the race detector is on; the load test
+// scales itself down under it.
+const raceEnabled = true

@@ -1,0 +1,106 @@
+// Command request runs a FIPA Request conversation between two in-process
+// agents: alice asks bob to paint a fence, bob agrees and reports the
+// result. Both agents' decision logic is plain Go. The conversation is
+// printed as it happens and journaled in the trace format, so
+//
+//	go run ./examples/request -journal request.jsonl
+//	go run ./cmd/cpvalidate trace fipa-request request.jsonl
+//
+// checks it afterwards.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/parleyhq/parley/decision"
+	"github.com/parleyhq/parley/engine"
+	"github.com/parleyhq/parley/policies"
+	"github.com/parleyhq/parley/trace"
+)
+
+func main() {
+	journal := flag.String("journal", "", "write the message journal (JSON Lines) to `FILE`")
+	flag.Parse()
+	var jw io.Writer = io.Discard
+	if *journal != "" {
+		f, err := os.Create(*journal)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		defer f.Close()
+		jw = f
+	}
+	if err := run(context.Background(), os.Stdout, jw); err != nil {
+		fmt.Fprintln(os.Stderr, "request:", err)
+		os.Exit(1)
+	}
+}
+
+// run plays the conversation, printing it to out and journaling it to
+// journal.
+func run(ctx context.Context, out, journal io.Writer) error {
+	p, err := policies.Load("fipa-request")
+	if err != nil {
+		return err
+	}
+	bus := engine.NewBus()
+	j := trace.NewWriter(journal)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	start := time.Now()
+	print := func(o engine.Observation) {
+		if me, ok := o.Event.(*engine.MessageEvent); ok && !o.Input {
+			m := me.Message
+			fmt.Fprintf(out, "%6.1fms  %-5s -> %-5s %-8s %v\n", float64(time.Since(start).Microseconds())/1000, m.Sender, m.Receivers[0], m.Performative, m.Content)
+		}
+	}
+
+	// bob performs actions: he agrees to paint, then reports the result.
+	bob := engine.NewManager("bob", engine.WithLogger(quiet), engine.WithObserver(print), engine.WithJournal(j, false),
+		engine.WithDecider(decision.Func(func(_ context.Context, req *decision.Request) (decision.Answer, error) {
+			switch req.Point {
+			case "requested":
+				if req.Content["action"] != "paint the fence" {
+					return decision.Answer{Choice: "refuse", Content: map[string]any{"reason": "I only paint fences"}}, nil
+				}
+				return decision.Answer{Choice: "agree"}, nil
+			case "agreed":
+				return decision.Answer{Choice: "inform-result", Content: map[string]any{"result": "the fence is green"}}, nil
+			}
+			return decision.Answer{}, decision.ErrNoDecision
+		})))
+	defer bob.Close()
+
+	// alice asks; while she waits she has nothing more to decide.
+	alice := engine.NewManager("alice", engine.WithLogger(quiet), engine.WithObserver(print), engine.WithJournal(j, false),
+		engine.WithDecider(decision.Func(func(_ context.Context, req *decision.Request) (decision.Answer, error) {
+			if req.Point == "start" {
+				return decision.Answer{Choice: "request", Content: req.Content, ReplyBy: time.Now().Add(5 * time.Second)}, nil
+			}
+			return decision.Answer{}, nil // nothing to cancel: wait for bob
+		})))
+	defer alice.Close()
+
+	for _, m := range []*engine.Manager{alice, bob} {
+		if err := m.Register(p); err != nil {
+			return err
+		}
+		bus.Connect(m)
+	}
+	conv, err := alice.Start(ctx, "fipa-request", "Initiator", map[string][]string{"Participant": {"bob"}}, map[string]any{"action": "paint the fence"})
+	if err != nil {
+		return err
+	}
+	outcome, err := alice.Wait(ctx, conv)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "conversation %s ended: %s\n", conv, outcome)
+	return nil
+}

@@ -1,0 +1,253 @@
+package forms
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/parleyhq/parley/policy"
+)
+
+// Predicate evaluates a message type's match rule against a message.
+type Predicate interface {
+	Match(m *Message) (bool, error)
+}
+
+// Form is a compiled message type: it recognises, validates and builds
+// messages of that type.
+type Form struct {
+	Type  *policy.MessageType
+	match Predicate
+}
+
+// New compiles the form of message type mt. match evaluates mt's match
+// rule; it must be non-nil exactly when mt has one.
+func New(mt *policy.MessageType, match Predicate) (*Form, error) {
+	if (mt.Match != nil) != (match != nil) {
+		return nil, fmt.Errorf("forms: message type %q: match rule and predicate must be given together", mt.Name)
+	}
+	return &Form{Type: mt, match: match}, nil
+}
+
+// HasMatch reports whether the form has a match rule, which makes it more
+// specific than a form of the same performative without one.
+func (f *Form) HasMatch() bool { return f.match != nil }
+
+// Matches reports whether m is of this form's type: the performative is
+// the type's and the match rule, if any, holds. A match rule that fails to
+// evaluate does not match.
+func (f *Form) Matches(m *Message) bool {
+	if m.Performative != f.Type.Performative {
+		return false
+	}
+	if f.match == nil {
+		return true
+	}
+	ok, err := f.match.Match(m)
+	return err == nil && ok
+}
+
+// Classify returns the first of candidates that m matches, trying forms
+// with a match rule before those without, or nil.
+func Classify(m *Message, candidates []*Form) *Form {
+	var fallback *Form
+	for _, f := range candidates {
+		if m.Performative != f.Type.Performative {
+			continue
+		}
+		if f.match == nil {
+			if fallback == nil {
+				fallback = f
+			}
+			continue
+		}
+		if f.Matches(m) {
+			return f
+		}
+	}
+	return fallback
+}
+
+// ContentError describes content that does not fit a message type.
+type ContentError struct {
+	Type   string
+	Field  string
+	Reason string
+}
+
+func (e *ContentError) Error() string {
+	if e.Field == "" {
+		return fmt.Sprintf("content of %q %s", e.Type, e.Reason)
+	}
+	return fmt.Sprintf("field %q of %q %s", e.Field, e.Type, e.Reason)
+}
+
+// Validate checks content against the type's fields: every required field
+// is present and every declared field has its type. Fields the type does
+// not declare are allowed (content may carry more than a policy names).
+func (f *Form) Validate(content map[string]any) error {
+	for _, fd := range f.Type.Fields {
+		v, ok := content[fd.Name]
+		if !ok || v == nil {
+			if fd.Optional {
+				continue
+			}
+			return &ContentError{Type: f.Type.Name, Field: fd.Name, Reason: "is required but missing"}
+		}
+		if reason := checkType(fd.Type, v); reason != "" {
+			return &ContentError{Type: f.Type.Name, Field: fd.Name, Reason: reason}
+		}
+	}
+	return nil
+}
+
+// checkType returns why v is not a value of type t, or "".
+func checkType(t policy.FieldType, v any) string {
+	switch t {
+	case policy.TypeString:
+		if _, ok := v.(string); ok {
+			return ""
+		}
+	case policy.TypeBool:
+		if _, ok := v.(bool); ok {
+			return ""
+		}
+	case policy.TypeNumber:
+		if _, ok := number(v); ok {
+			return ""
+		}
+	case policy.TypeInt:
+		if n, ok := number(v); ok && n == math.Trunc(n) {
+			return ""
+		}
+	case policy.TypeTime:
+		switch x := v.(type) {
+		case time.Time:
+			return ""
+		case string:
+			if _, err := time.Parse(time.RFC3339Nano, x); err == nil {
+				return ""
+			}
+			return fmt.Sprintf("is %q, not an RFC 3339 time", x)
+		}
+	case policy.TypeDuration:
+		switch x := v.(type) {
+		case time.Duration:
+			return ""
+		case string:
+			if _, err := time.ParseDuration(x); err == nil {
+				return ""
+			}
+			return fmt.Sprintf("is %q, not a duration", x)
+		}
+	case policy.TypeList:
+		if _, ok := v.([]any); ok {
+			return ""
+		}
+	case policy.TypeMap:
+		if _, ok := v.(map[string]any); ok {
+			return ""
+		}
+	default:
+		return ""
+	}
+	article := "a"
+	if t == policy.TypeInt {
+		article = "an"
+	}
+	return fmt.Sprintf("is %s, not %s %s", describe(v), article, t)
+}
+
+func number(v any) (float64, bool) {
+	switch x := v.(type) {
+	case float64:
+		return x, true
+	case float32:
+		return float64(x), true
+	case int:
+		return float64(x), true
+	case int64:
+		return float64(x), true
+	case int32:
+		return float64(x), true
+	case uint:
+		return float64(x), true
+	case uint64:
+		return float64(x), true
+	case uint32:
+		return float64(x), true
+	case json.Number:
+		f, err := x.Float64()
+		return f, err == nil
+	}
+	return 0, false
+}
+
+func describe(v any) string {
+	switch v.(type) {
+	case string:
+		return "a string"
+	case bool:
+		return "a bool"
+	case []any:
+		return "a list"
+	case map[string]any:
+		return "a map"
+	}
+	if _, ok := number(v); ok {
+		return "a number"
+	}
+	return fmt.Sprintf("a %T", v)
+}
+
+// Params are the conversation parameters the engine fills in when it
+// builds an outbound message.
+type Params struct {
+	Sender         string
+	Receivers      []string
+	ConversationID string
+	ReplyWith      string
+	InReplyTo      string
+	ReplyBy        time.Time
+	Protocol       string
+}
+
+// Build fills m with a message of this form's type carrying content (which
+// it does not copy) and p. It validates content first.
+func (f *Form) Build(m *Message, content map[string]any, p Params) error {
+	if err := f.Validate(content); err != nil {
+		return err
+	}
+	*m = Message{
+		Performative:   f.Type.Performative,
+		Sender:         p.Sender,
+		Receivers:      p.Receivers,
+		Content:        content,
+		Protocol:       p.Protocol,
+		ConversationID: p.ConversationID,
+		ReplyWith:      p.ReplyWith,
+		InReplyTo:      p.InReplyTo,
+		ReplyBy:        p.ReplyBy,
+	}
+	if m.Content != nil || len(f.Type.Fields) > 0 {
+		m.Language = "json"
+	}
+	return nil
+}
+
+// Time reads field name of m as a time: the reply_by parameter or a
+// content field holding a time or an RFC 3339 string.
+func Time(m *Message, name string) (time.Time, bool) {
+	if name == "reply_by" {
+		return m.ReplyBy, !m.ReplyBy.IsZero()
+	}
+	switch v := m.Content[name].(type) {
+	case time.Time:
+		return v, true
+	case string:
+		t, err := time.Parse(time.RFC3339Nano, v)
+		return t, err == nil
+	}
+	return time.Time{}, false
+}

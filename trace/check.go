@@ -1,0 +1,508 @@
+package trace
+
+import (
+	"container/heap"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/parleyhq/parley/engine"
+	"github.com/parleyhq/parley/forms"
+	"github.com/parleyhq/parley/policy"
+)
+
+// Finding is one thing Check found, at a line of the trace. Agent is the
+// agent whose handler (or binding) found it and Role the role it plays;
+// both are empty for a format problem, and Role for an agent that plays
+// no role. Its JSON form is the one DESIGN.md §6 specifies: all six keys,
+// always.
+type Finding struct {
+	Line     int    `json:"line"`
+	Severity string `json:"severity"`
+	Code     string `json:"code"`
+	Message  string `json:"message"`
+	Agent    string `json:"agent"`
+	Role     string `json:"role"`
+}
+
+// Severities of findings.
+const (
+	SeverityError   = "error"
+	SeverityWarning = "warning"
+	SeverityInfo    = "info"
+)
+
+// CodeCommitment is the code of a finding that a commitment was violated
+// (a warning: the protocol allowed it, but an obligation went unmet).
+const CodeCommitment = "TR005"
+
+// CodeUnfinished is the code of the info finding that an agent's
+// conversation had not ended when the trace did.
+const CodeUnfinished = "TR006"
+
+// Summary is the verdict on a trace.
+type Summary struct {
+	// Conforms is true when no finding is an error.
+	Conforms bool `json:"conforms"`
+	// Complete is true when every agent's handler reached a terminal state.
+	Complete bool `json:"complete"`
+	// Outcomes maps each agent to its conversation's outcome ("" when it
+	// did not end); an agent in several conversations gets them as
+	// "conversation=outcome" pairs joined by ",".
+	Outcomes map[string]string `json:"outcomes"`
+}
+
+// Result is what Check found.
+type Result struct {
+	Findings []Finding
+	Summary  Summary
+}
+
+// BindingError says the trace's agents cannot be bound to roles without
+// more -bind flags.
+type BindingError struct{ Msg string }
+
+func (e *BindingError) Error() string { return e.Msg }
+
+// Options configure Check.
+type Options struct {
+	// Bind maps roles to the agents playing them. Agents left out are
+	// bound as DESIGN.md §6 says: without Bind, the first line's sender
+	// to the policy's initiating role (when that line opens a
+	// conversation); the others to the one role left, when that is
+	// unambiguous (a role that is not many takes one agent). Once every
+	// role is bound, agents left out play none: what they send is an
+	// error finding. A role that is not many is played by one of its
+	// agents in each conversation, the first to take part in it.
+	Bind map[string][]string
+	// Resolve resolves child policies for compiling.
+	Resolve func(string) *policy.Policy
+}
+
+// Check checks a trace (read by Read) against p. problems are Read's
+// format problems; they become findings. The error is for a policy that
+// does not compile or agents that cannot be bound (a *BindingError).
+func Check(p *policy.Policy, entries []Entry, problems []Problem, opts Options) (*Result, error) {
+	c := &checker{p: p, convs: map[string]*conversation{}, programs: map[string]*engine.Program{}}
+	var copts []engine.CompileOption
+	if opts.Resolve != nil {
+		copts = append(copts, engine.WithPolicies(opts.Resolve))
+	}
+	for _, r := range p.Roles {
+		prog, ds := engine.Compile(p, r.Name, copts...)
+		if prog == nil {
+			return nil, fmt.Errorf("policy %q does not compile for role %q:\n%v", p.Name, r.Name, ds)
+		}
+		c.programs[r.Name] = prog
+	}
+	roles, err := bindRoles(p, entries, opts.Bind)
+	if err != nil {
+		return nil, err
+	}
+	c.roles = roles
+	for _, pr := range problems {
+		c.add(Finding{Line: pr.Line, Severity: SeverityError, Code: pr.Code, Message: pr.Message})
+	}
+	for i := range entries {
+		c.entry(&entries[i])
+	}
+	return c.result(), nil
+}
+
+type checker struct {
+	p        *policy.Policy
+	programs map[string]*engine.Program
+	roles    map[string]string // agent → role
+	convs    map[string]*conversation
+	order    []string // conversation ids in the order they opened
+	timers   timerHeap
+	findings []Finding
+	line     int
+	q        engine.Queue
+}
+
+type conversation struct {
+	id       string
+	handlers map[string]*engine.Handler // by agent
+	agents   []string
+	// players maps each role that is not many to the one agent playing
+	// it in this conversation.
+	players map[string]string
+	// outsiders are the agents reported as playing no part in it.
+	outsiders map[string]bool
+}
+
+func (c *checker) add(f Finding) { c.findings = append(c.findings, f) }
+
+// initiators returns the roles that may send in the policy's initial state.
+func initiators(p *policy.Policy) []string {
+	var out []string
+	if s := p.State(p.Initial.Name); s != nil {
+		for _, t := range s.Transitions {
+			if t.Kind == policy.SendMessage && !slices.Contains(out, t.From.Name) {
+				out = append(out, t.From.Name)
+			}
+		}
+	}
+	return out
+}
+
+// bindRoles maps the agents of the trace to roles, as DESIGN.md §6 says:
+// the agents bind names keep their roles; without bind, the first line's
+// sender plays the initiating role when that line opens a conversation;
+// the agents left play the one role left, when that is unambiguous. Once
+// every role is played, agents still left play none (Check reports what
+// they send as findings). Anything else is a *BindingError that names the
+// -bind needed.
+func bindRoles(p *policy.Policy, entries []Entry, bind map[string][]string) (map[string]string, error) {
+	roles := map[string]string{}
+	var roleNames []string
+	for _, r := range p.Roles {
+		roleNames = append(roleNames, r.Name)
+	}
+	boundRoles := make([]string, 0, len(bind))
+	for role := range bind {
+		boundRoles = append(boundRoles, role)
+	}
+	slices.Sort(boundRoles) // report the same problem first every time
+	for _, role := range boundRoles {
+		if p.Role(role) == nil {
+			hint := ""
+			if near := nearest(role, roleNames); near != "" {
+				hint = fmt.Sprintf("; did you mean %q?", near)
+			}
+			return nil, &BindingError{fmt.Sprintf("-bind %s=...: policy %q has no role %q%s (roles: %s)", role, p.Name, role, hint, strings.Join(roleNames, ", "))}
+		}
+		for _, a := range bind[role] {
+			if r, ok := roles[a]; ok && r != role {
+				return nil, &BindingError{fmt.Sprintf("-bind: agent %q is bound to both %s and %s", a, r, role)}
+			}
+			roles[a] = role
+		}
+	}
+	var agents []string
+	seen := map[string]bool{}
+	note := func(a string) {
+		if !seen[a] {
+			seen[a] = true
+			agents = append(agents, a)
+		}
+	}
+	for _, e := range entries {
+		note(e.Message.Sender)
+		for _, r := range e.Message.Receivers {
+			note(r)
+		}
+	}
+	var unbound []string
+	for _, a := range agents {
+		if _, ok := roles[a]; !ok {
+			unbound = append(unbound, a)
+		}
+	}
+	if len(unbound) == 0 {
+		return roles, nil
+	}
+	if len(bind) == 0 {
+		init := initiators(p)
+		if len(init) != 1 {
+			return nil, &BindingError{fmt.Sprintf("cannot tell which agents play which role: policy %q has no single initiating role; add -bind ROLE=agent for %s", p.Name, strings.Join(unbound, ", "))}
+		}
+		first := entries[0].Message
+		if !opensAs(p, init[0], first.Performative) {
+			return nil, &BindingError{fmt.Sprintf("cannot tell who plays %s: the trace's first line (line %d, %s from %q) is not a message %s opens %q with (%s); add -bind %s=AGENT",
+				init[0], entries[0].Line, first.Performative, first.Sender, init[0], p.Name, strings.Join(openers(p, init[0]), " or "), init[0])}
+		}
+		roles[first.Sender] = init[0]
+		unbound = slices.DeleteFunc(unbound, func(a string) bool { return a == first.Sender })
+	}
+	if len(unbound) == 0 {
+		return roles, nil
+	}
+	var free []string
+	used := map[string]bool{}
+	for _, r := range roles {
+		used[r] = true
+	}
+	for _, r := range p.Roles {
+		if !used[r.Name] {
+			free = append(free, r.Name)
+		}
+	}
+	switch {
+	case len(free) == 0:
+		return roles, nil // every role is played: the rest are outsiders
+	case len(free) > 1:
+		return nil, &BindingError{fmt.Sprintf("cannot tell which role %s play%s (candidates: %s); add -bind ROLE=agent[,agent...]", strings.Join(unbound, ", "), plural(len(unbound)), strings.Join(free, ", "))}
+	case len(unbound) > 1 && !p.Role(free[0]).Many:
+		return nil, &BindingError{fmt.Sprintf("cannot tell who plays %s: %s play it, but it is not a many role; add -bind %s=AGENT[,AGENT...] naming the agents that play it (each in its own conversations)",
+			free[0], wouldAll(unbound), free[0])}
+	}
+	for _, a := range unbound {
+		roles[a] = free[0]
+	}
+	return roles, nil
+}
+
+// wouldAll renders agents as "a and b would both", "a, b and c would all".
+func wouldAll(agents []string) string {
+	q := make([]string, len(agents))
+	for i, a := range agents {
+		q[i] = fmt.Sprintf("%q", a)
+	}
+	last := len(q) - 1
+	if last == 1 {
+		return q[0] + " and " + q[1] + " would both"
+	}
+	return strings.Join(q[:last], ", ") + " and " + q[last] + " would all"
+}
+
+// openers returns the performatives role may open a conversation of p
+// with.
+func openers(p *policy.Policy, role string) []string {
+	var out []string
+	if s := p.State(p.Initial.Name); s != nil {
+		for _, t := range s.Transitions {
+			if t.Kind != policy.SendMessage || t.From.Name != role {
+				continue
+			}
+			if mt := p.Message(t.Message.Name); mt != nil && !slices.Contains(out, mt.Performative) {
+				out = append(out, mt.Performative)
+			}
+		}
+	}
+	return out
+}
+
+// opensAs reports whether role may open a conversation of p with a
+// message of performative perf.
+func opensAs(p *policy.Policy, role, perf string) bool {
+	return slices.Contains(openers(p, role), perf)
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return "s"
+	}
+	return ""
+}
+
+// handler returns the handler of agent in conversation cv, starting it
+// at time at when new.
+func (c *checker) handler(cv *conversation, agent string, at time.Time) *engine.Handler {
+	if h, ok := cv.handlers[agent]; ok {
+		return h
+	}
+	role, ok := c.roles[agent]
+	if !ok {
+		if !cv.outsiders[agent] {
+			cv.outsiders[agent] = true
+			c.add(Finding{Line: c.line, Severity: SeverityError, Code: string(engine.ErrUnknownAgent), Agent: agent,
+				Message: fmt.Sprintf("agent %q plays no role of %q; bind it with -bind ROLE=%s", agent, c.p.Name, agent)})
+		}
+		return nil
+	}
+	// A role that is not many is played by one agent in each
+	// conversation: the first one of its agents to take part.
+	if r := c.p.Role(role); r != nil && !r.Many {
+		if other, ok := cv.players[role]; ok && other != agent {
+			if !cv.outsiders[agent] {
+				cv.outsiders[agent] = true
+				c.add(Finding{Line: c.line, Severity: SeverityError, Code: string(engine.ErrUnknownAgent), Agent: agent, Role: role,
+					Message: fmt.Sprintf("%q is not an agent of conversation %q: %q plays %s in it, and %s is played by one agent in each conversation", agent, cv.id, other, role, role)})
+			}
+			return nil
+		}
+		cv.players[role] = agent
+	}
+	h, err := c.programs[role].NewHandler(cv.id, agent, engine.WithMode(engine.Observe))
+	if err != nil {
+		return nil
+	}
+	cv.handlers[agent] = h
+	cv.agents = append(cv.agents, agent)
+	c.q.Reset()
+	_ = h.Start(at, &c.q) // a new handler always starts
+	c.collect(cv, agent)
+	return h
+}
+
+// opens reports whether m can open a conversation: its sender's role may
+// send it in the initial state.
+func (c *checker) opens(m *forms.Message) bool {
+	role, ok := c.roles[m.Sender]
+	return ok && opensAs(c.p, role, m.Performative)
+}
+
+// openingText says how a conversation of the policy opens: "request from
+// Initiator".
+func (c *checker) openingText() string {
+	var parts []string
+	for _, r := range initiators(c.p) {
+		parts = append(parts, strings.Join(openers(c.p, r), " or ")+" from "+r)
+	}
+	return strings.Join(parts, ", or ")
+}
+
+func (c *checker) entry(e *Entry) {
+	c.line = e.Line
+	c.fireUntil(e.At)
+	m := e.Message
+	cv := c.convs[m.ConversationID]
+	if cv == nil {
+		if !c.opens(m) {
+			what := "conversation " + fmt.Sprintf("%q", m.ConversationID)
+			if m.ConversationID == "" {
+				what = "a conversation"
+			}
+			c.add(Finding{Line: e.Line, Severity: SeverityError, Code: string(engine.ErrUnexpected), Agent: m.Sender, Role: c.roles[m.Sender],
+				Message: fmt.Sprintf("%s from %q is in %s the trace never opened, and cannot open one (a conversation of %q opens with %s)", m.Performative, m.Sender, what, c.p.Name, c.openingText())})
+			return
+		}
+		cv = &conversation{id: m.ConversationID, handlers: map[string]*engine.Handler{}, players: map[string]string{}, outsiders: map[string]bool{}}
+		c.convs[m.ConversationID] = cv
+		c.order = append(c.order, m.ConversationID)
+	}
+	if h := c.handler(cv, m.Sender, e.At); h != nil {
+		c.process(cv, m.Sender, h, &engine.MessageEvent{At: e.At, Message: m, Sent: true})
+	}
+	for _, r := range m.Receivers {
+		if h := c.handler(cv, r, e.At); h != nil {
+			c.process(cv, r, h, &engine.MessageEvent{At: e.At, Message: m})
+		}
+	}
+}
+
+func (c *checker) process(cv *conversation, agent string, h *engine.Handler, ev engine.Event) {
+	c.q.Reset()
+	if err := h.Process(ev, &c.q); err != nil {
+		c.add(Finding{Line: c.line, Severity: SeverityError, Code: string(engine.ErrUnexpected), Agent: agent, Role: c.roles[agent], Message: err.Error()})
+		return
+	}
+	c.collect(cv, agent)
+}
+
+// collect turns the queue's events into findings and pending timers.
+func (c *checker) collect(cv *conversation, agent string) {
+	role := c.roles[agent]
+	for _, ev := range c.q.Events() {
+		switch e := ev.(type) {
+		case *engine.ProtocolErrorEvent:
+			c.add(Finding{Line: c.line, Severity: SeverityError, Code: string(e.Code), Agent: agent, Role: role, Message: e.Reason})
+		case *engine.CommitmentEvent:
+			if e.State == engine.CommitmentViolated {
+				c.add(Finding{Line: c.line, Severity: SeverityWarning, Code: CodeCommitment, Agent: agent, Role: role,
+					Message: fmt.Sprintf("commitment %q of %q to %q was violated (%s)", e.Name, e.Debtor, e.Creditor, e.Cause)})
+			}
+		case *engine.TimerEvent:
+			if e.Op == engine.TimerSet {
+				heap.Push(&c.timers, pendingTimer{conv: cv, agent: agent, ev: *e, seq: c.timers.pushed})
+				c.timers.pushed++
+			}
+		}
+	}
+}
+
+// fireUntil fires, in deadline order, every timer due at or before t.
+func (c *checker) fireUntil(t time.Time) {
+	for len(c.timers.items) > 0 && !c.timers.items[0].ev.Deadline.After(t) {
+		pt := heap.Pop(&c.timers).(pendingTimer)
+		h := pt.conv.handlers[pt.agent]
+		ev := pt.ev
+		ev.At = ev.Deadline
+		c.process(pt.conv, pt.agent, h, &ev)
+	}
+}
+
+func (c *checker) result() *Result {
+	res := &Result{Summary: Summary{Complete: true, Outcomes: map[string]string{}}}
+	perAgent := map[string][]string{}
+	var agents []string
+	for _, id := range c.order {
+		cv := c.convs[id]
+		for _, a := range cv.agents {
+			h := cv.handlers[a]
+			outcome := ""
+			if h.Done() {
+				outcome = h.Outcome("")
+				if peers := h.Sessions(); peers != nil {
+					outcome = outcomeSummary(h, peers)
+				}
+			} else {
+				res.Summary.Complete = false
+				state := h.State("")
+				if peers := h.Sessions(); peers != nil {
+					state = "sessions " + sessionStates(h, peers)
+				}
+				c.add(Finding{Line: c.line, Severity: SeverityInfo, Code: CodeUnfinished, Agent: a, Role: c.roles[a],
+					Message: fmt.Sprintf("the trace ends before %q finishes conversation %q (in state %s)", a, id, state)})
+			}
+			if _, ok := perAgent[a]; !ok {
+				agents = append(agents, a)
+			}
+			perAgent[a] = append(perAgent[a], id+"="+outcome)
+			res.Summary.Outcomes[a] = outcome
+		}
+	}
+	for _, a := range agents {
+		if len(perAgent[a]) > 1 {
+			res.Summary.Outcomes[a] = strings.Join(perAgent[a], ",")
+		}
+	}
+	sort.SliceStable(c.findings, func(i, j int) bool { return c.findings[i].Line < c.findings[j].Line })
+	res.Findings = c.findings
+	res.Summary.Conforms = !slices.ContainsFunc(c.findings, func(f Finding) bool { return f.Severity == SeverityError })
+	return res
+}
+
+func outcomeSummary(h *engine.Handler, peers []string) string {
+	outs := map[string]int{}
+	for _, p := range peers {
+		outs[h.Outcome(p)]++
+	}
+	var parts []string
+	for o, n := range outs {
+		parts = append(parts, fmt.Sprintf("%s=%d", o, n))
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ",")
+}
+
+func sessionStates(h *engine.Handler, peers []string) string {
+	var parts []string
+	for _, p := range peers {
+		parts = append(parts, fmt.Sprintf("%s:%q", p, h.State(p)))
+	}
+	return strings.Join(parts, " ")
+}
+
+type pendingTimer struct {
+	conv  *conversation
+	agent string
+	ev    engine.TimerEvent
+	seq   int
+}
+
+// timerHeap orders pending timers by deadline, then by when they were set.
+type timerHeap struct {
+	items  []pendingTimer
+	pushed int
+}
+
+func (h *timerHeap) Len() int { return len(h.items) }
+func (h *timerHeap) Less(i, j int) bool {
+	a, b := h.items[i], h.items[j]
+	if !a.ev.Deadline.Equal(b.ev.Deadline) {
+		return a.ev.Deadline.Before(b.ev.Deadline)
+	}
+	return a.seq < b.seq
+}
+func (h *timerHeap) Swap(i, j int) { h.items[i], h.items[j] = h.items[j], h.items[i] }
+func (h *timerHeap) Push(x any)    { h.items = append(h.items, x.(pendingTimer)) }
+func (h *timerHeap) Pop() any {
+	x := h.items[len(h.items)-1]
+	h.items = h.items[:len(h.items)-1]
+	return x
+}

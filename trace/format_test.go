@@ -1,0 +1,436 @@
+package trace_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/parleyhq/parley/forms"
+	"github.com/parleyhq/parley/trace"
+)
+
+var t0 = time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+
+// entryAt is what a test expects of an entry: its line, time and the
+// envelope fields that tests look at.
+type entryAt struct {
+	line      int
+	at        time.Time
+	perf      string
+	sender    string
+	receivers []string
+	replyBy   time.Time
+}
+
+func summarize(es []trace.Entry) []entryAt {
+	var out []entryAt
+	for _, e := range es {
+		out = append(out, entryAt{line: e.Line, at: e.At.UTC(), perf: e.Message.Performative, sender: e.Message.Sender,
+			receivers: e.Message.Receivers, replyBy: e.Message.ReplyBy.UTC()})
+	}
+	return out
+}
+
+// utc returns t in UTC, leaving the zero time zero.
+func utc(t time.Time) time.Time { return t.UTC() }
+
+func TestRead(t *testing.T) {
+	origin := trace.Origin
+	var zero time.Time
+	tests := []struct {
+		name     string
+		in       string
+		want     []entryAt
+		problems []trace.Problem
+	}{
+		{
+			name: "absolute times",
+			in: `{"at": "2026-03-01T10:00:00Z", "performative": "request", "sender": "a", "receiver": "b"}
+{"at": "2026-03-01T11:00:02.5+01:00", "performative": "agree", "sender": "b", "receiver": "a"}`,
+			want: []entryAt{
+				{line: 1, at: t0, perf: "request", sender: "a", receivers: []string{"b"}, replyBy: utc(zero)},
+				{line: 2, at: t0.Add(2500 * time.Millisecond), perf: "agree", sender: "b", receivers: []string{"a"}, replyBy: utc(zero)},
+			},
+		},
+		{
+			name: "relative times count from the first line's absolute time",
+			in: `{"at": "2026-03-01T10:00:00Z", "performative": "request", "sender": "a", "receiver": "b"}
+{"at": "1.5s", "performative": "agree", "sender": "b", "receiver": "a"}
+{"at": "1m", "performative": "inform", "sender": "b", "receiver": "a"}`,
+			want: []entryAt{
+				{line: 1, at: t0, perf: "request", sender: "a", receivers: []string{"b"}, replyBy: utc(zero)},
+				{line: 2, at: t0.Add(1500 * time.Millisecond), perf: "agree", sender: "b", receivers: []string{"a"}, replyBy: utc(zero)},
+				{line: 3, at: t0.Add(time.Minute), perf: "inform", sender: "b", receivers: []string{"a"}, replyBy: utc(zero)},
+			},
+		},
+		{
+			name: "relative times only count from Origin",
+			in: `{"at": "0s", "performative": "request", "sender": "a", "receiver": "b"}
+{"at": "800ms", "performative": "agree", "sender": "b", "receiver": "a"}`,
+			want: []entryAt{
+				{line: 1, at: origin, perf: "request", sender: "a", receivers: []string{"b"}, replyBy: utc(zero)},
+				{line: 2, at: origin.Add(800 * time.Millisecond), perf: "agree", sender: "b", receivers: []string{"a"}, replyBy: utc(zero)},
+			},
+		},
+		{
+			name: "a missing at takes the previous line's time",
+			in: `{"performative": "cfp", "sender": "a", "receiver": ["b", "c"]}
+{"at": "2s", "performative": "propose", "sender": "b", "receiver": "a"}
+{"performative": "propose", "sender": "c", "receiver": "a"}`,
+			want: []entryAt{
+				{line: 1, at: origin, perf: "cfp", sender: "a", receivers: []string{"b", "c"}, replyBy: utc(zero)},
+				{line: 2, at: origin.Add(2 * time.Second), perf: "propose", sender: "b", receivers: []string{"a"}, replyBy: utc(zero)},
+				{line: 3, at: origin.Add(2 * time.Second), perf: "propose", sender: "c", receivers: []string{"a"}, replyBy: utc(zero)},
+			},
+		},
+		{
+			name: "a missing at after an unreadable line takes the last readable line's time",
+			in: `{"at": "2026-03-01T10:00:00Z", "performative": "request", "sender": "a", "receiver": "b"}
+{"at": "5s", "performative": "agree", "receiver": "a"}
+{"performative": "refuse", "sender": "b", "receiver": "a"}`,
+			want: []entryAt{
+				{line: 1, at: t0, perf: "request", sender: "a", receivers: []string{"b"}, replyBy: utc(zero)},
+				{line: 3, at: t0, perf: "refuse", sender: "b", receivers: []string{"a"}, replyBy: utc(zero)},
+			},
+			problems: []trace.Problem{{Line: 2, Code: trace.CodeMissing, Message: "the line has no sender"}},
+		},
+		{
+			name: "reply_by as a duration counts from the trace's start, not the line",
+			in: `{"at": "2026-03-01T10:00:00Z", "performative": "request", "sender": "a", "receiver": "b"}
+{"at": "10s", "performative": "request", "sender": "a", "receiver": "b", "reply_by": "30s"}`,
+			want: []entryAt{
+				{line: 1, at: t0, perf: "request", sender: "a", receivers: []string{"b"}, replyBy: utc(zero)},
+				{line: 2, at: t0.Add(10 * time.Second), perf: "request", sender: "a", receivers: []string{"b"}, replyBy: t0.Add(30 * time.Second)},
+			},
+		},
+		{
+			name: "reply_by as an RFC 3339 time",
+			in:   `{"at": "0s", "performative": "request", "sender": "a", "receiver": "b", "reply_by": "2026-03-01T10:00:30Z"}`,
+			want: []entryAt{{line: 1, at: origin, perf: "request", sender: "a", receivers: []string{"b"}, replyBy: t0.Add(30 * time.Second)}},
+		},
+		{
+			name: "receiver as a string and as a list",
+			in: `{"performative": "cfp", "sender": "a", "receiver": ["b", "c", "d"]}
+{"performative": "propose", "sender": "b", "receiver": "a"}
+{"performative": "propose", "sender": "c", "receiver": ["a"]}`,
+			want: []entryAt{
+				{line: 1, at: origin, perf: "cfp", sender: "a", receivers: []string{"b", "c", "d"}, replyBy: utc(zero)},
+				{line: 2, at: origin, perf: "propose", sender: "b", receivers: []string{"a"}, replyBy: utc(zero)},
+				{line: 3, at: origin, perf: "propose", sender: "c", receivers: []string{"a"}, replyBy: utc(zero)},
+			},
+		},
+		{
+			name: "blank lines are skipped but counted",
+			in:   "\n{\"performative\": \"request\", \"sender\": \"a\", \"receiver\": \"b\"}\n   \n\t\n{\"performative\": \"agree\", \"sender\": \"b\", \"receiver\": \"a\"}\r\n\n",
+			want: []entryAt{
+				{line: 2, at: origin, perf: "request", sender: "a", receivers: []string{"b"}, replyBy: utc(zero)},
+				{line: 5, at: origin, perf: "agree", sender: "b", receivers: []string{"a"}, replyBy: utc(zero)},
+			},
+		},
+		{
+			name: "an empty trace",
+			in:   "",
+		},
+		{
+			name: "unknown fields are reported and the line still read",
+			in:   `{"performative": "request", "sender": "a", "receiver": "b", "reciever": "c", "encoding": "utf-8"}`,
+			want: []entryAt{{line: 1, at: origin, perf: "request", sender: "a", receivers: []string{"b"}, replyBy: utc(zero)}},
+			problems: []trace.Problem{
+				{Line: 1, Code: trace.CodeMalformed, Message: `unknown field "encoding", ignored`},
+				{Line: 1, Code: trace.CodeMalformed, Message: `unknown field "reciever", ignored; did you mean "receiver"?`},
+			},
+		},
+		{
+			name: "content that is not an object is reported and the line still read",
+			in: `{"performative": "inform", "sender": "b", "receiver": "a", "content": "done"}
+{"performative": "inform", "sender": "b", "receiver": "a", "content": [1, 2]}`,
+			want: []entryAt{
+				{line: 1, at: origin, perf: "inform", sender: "b", receivers: []string{"a"}, replyBy: utc(zero)},
+				{line: 2, at: origin, perf: "inform", sender: "b", receivers: []string{"a"}, replyBy: utc(zero)},
+			},
+			problems: []trace.Problem{
+				{Line: 1, Code: trace.CodeContent, Message: "content must be a JSON object, as the FIPA policies' conventions say"},
+				{Line: 2, Code: trace.CodeContent, Message: "content must be a JSON object, as the FIPA policies' conventions say"},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			entries, problems, err := trace.Read(strings.NewReader(tt.in))
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, summarize(entries))
+			assert.Equal(t, tt.problems, problems)
+		})
+	}
+}
+
+// TestReadProblems checks every problem code: the line is reported with
+// its number, and the other lines are still read.
+func TestReadProblems(t *testing.T) {
+	good := `{"performative": "request", "sender": "a", "receiver": "b"}`
+	tests := []struct {
+		name    string
+		line    string
+		code    string
+		message string
+		kept    bool // the line is still an entry
+	}{
+		{name: "not JSON", line: `10:00:01 b -> a agree`, code: trace.CodeMalformed, message: "not a trace line: a line must be a JSON object"},
+		{name: "truncated JSON", line: `{"performative": "agree", "sender": "b"`, code: trace.CodeMalformed, message: "not a trace line: unexpected end of JSON input (at byte 39)"},
+		{name: "JSON but not an object", line: `["agree", "b", "a"]`, code: trace.CodeMalformed, message: "not a trace line: a line must be a JSON object"},
+		{name: "null", line: `null`, code: trace.CodeMalformed, message: "not a trace line: a line must be a JSON object"},
+		{name: "two objects on one line", line: good + " " + good, code: trace.CodeMalformed, message: "not a trace line: invalid character '{' after top-level value (at byte 61)"},
+		{name: "a field of the wrong type", line: `{"performative": "agree", "sender": 7, "receiver": "a"}`, code: trace.CodeMalformed, message: "not a trace line: sender must be a string, not a number"},
+		{name: "an object for a string", line: `{"performative": {"name": "agree"}, "sender": "b", "receiver": "a"}`, code: trace.CodeMalformed, message: "not a trace line: performative must be a string, not an object"},
+		{name: "receiver of the wrong type", line: `{"performative": "agree", "sender": "b", "receiver": {"name": "a"}}`, code: trace.CodeMalformed, message: "receiver must be an agent name or a non-empty list of them"},
+		{name: "receiver an empty list", line: `{"performative": "agree", "sender": "b", "receiver": []}`, code: trace.CodeMalformed, message: "receiver must be an agent name or a non-empty list of them"},
+		{name: "receiver an empty name", line: `{"performative": "agree", "sender": "b", "receiver": ""}`, code: trace.CodeMalformed, message: "receiver must be an agent name or a non-empty list of them"},
+		{name: "receiver list with an empty name", line: `{"performative": "agree", "sender": "b", "receiver": ["a", ""]}`, code: trace.CodeMalformed, message: "receiver must be an agent name or a non-empty list of them"},
+		{name: "unknown field", line: `{"performative": "agree", "sender": "b", "receiver": "a", "conversationId": "c1"}`, code: trace.CodeMalformed, message: `unknown field "conversationId", ignored; did you mean "conversation_id"?`, kept: true},
+		{name: "no performative", line: `{"sender": "b", "receiver": "a"}`, code: trace.CodeMissing, message: "the line has no performative"},
+		{name: "empty performative", line: `{"performative": "", "sender": "b", "receiver": "a"}`, code: trace.CodeMissing, message: "the line has no performative"},
+		{name: "no sender", line: `{"performative": "agree", "receiver": "a"}`, code: trace.CodeMissing, message: "the line has no sender"},
+		{name: "null sender", line: `{"performative": "agree", "sender": null, "receiver": "a"}`, code: trace.CodeMissing, message: "the line has no sender"},
+		{name: "no receiver", line: `{"performative": "agree", "sender": "b"}`, code: trace.CodeMissing, message: "the line has no receiver"},
+		{name: "null receiver", line: `{"performative": "agree", "sender": "b", "receiver": null}`, code: trace.CodeMissing, message: "the line has no receiver"},
+		{name: "bad at", line: `{"at": "soon", "performative": "agree", "sender": "b", "receiver": "a"}`, code: trace.CodeBadTime, message: `at: "soon" is neither an RFC 3339 time nor a duration after the trace's start`},
+		{name: "at without a zone", line: `{"at": "2026-03-01T10:00:00", "performative": "agree", "sender": "b", "receiver": "a"}`, code: trace.CodeBadTime, message: `at: "2026-03-01T10:00:00" is neither an RFC 3339 time nor a duration after the trace's start`},
+		{name: "bad reply_by", line: `{"performative": "agree", "sender": "b", "receiver": "a", "reply_by": "30"}`, code: trace.CodeBadTime, message: `reply_by: "30" is neither an RFC 3339 time nor a duration after the trace's start`},
+		{name: "content not an object", line: `{"performative": "agree", "sender": "b", "receiver": "a", "content": true}`, code: trace.CodeContent, message: "content must be a JSON object, as the FIPA policies' conventions say", kept: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := good + "\n\n" + tt.line + "\n" + good + "\n"
+			entries, problems, err := trace.Read(strings.NewReader(in))
+			require.NoError(t, err)
+			assert.Equal(t, []trace.Problem{{Line: 3, Code: tt.code, Message: tt.message}}, problems)
+			var lines []int
+			for _, e := range entries {
+				lines = append(lines, e.Line)
+			}
+			if tt.kept {
+				assert.Equal(t, []int{1, 3, 4}, lines)
+			} else {
+				assert.Equal(t, []int{1, 4}, lines)
+			}
+		})
+	}
+}
+
+func TestReadAllFields(t *testing.T) {
+	in := `{"at": "2026-03-01T10:00:00Z", "performative": "inform", "sender": "b", "receiver": "a", "conversation_id": "c1",` +
+		` "reply_with": "b1", "in_reply_to": "r1", "reply_by": "1m", "protocol": "fipa-request", "language": "json",` +
+		` "ontology": "chores", "content": {"result": {"fence": "painted"}, "n": 2, "ok": true, "none": null}}`
+	entries, problems, err := trace.Read(strings.NewReader(in))
+	require.NoError(t, err)
+	require.Empty(t, problems)
+	require.Len(t, entries, 1)
+	assert.Equal(t, &forms.Message{
+		Performative: "inform", Sender: "b", Receivers: []string{"a"}, ConversationID: "c1",
+		ReplyWith: "b1", InReplyTo: "r1", ReplyBy: t0.Add(time.Minute), Protocol: "fipa-request", Language: "json", Ontology: "chores",
+		Content: map[string]any{"result": map[string]any{"fence": "painted"}, "n": 2.0, "ok": true, "none": nil},
+	}, entries[0].Message)
+	assert.Equal(t, t0, entries[0].At)
+
+	entries, problems, err = trace.Read(strings.NewReader(`{"performative": "agree", "sender": "b", "receiver": "a", "content": null}`))
+	require.NoError(t, err)
+	require.Empty(t, problems)
+	assert.Nil(t, entries[0].Message.Content, "null content is no content")
+}
+
+type failingReader struct{ n int }
+
+func (r *failingReader) Read(p []byte) (int, error) {
+	if r.n > 0 {
+		return 0, errors.New("disk on fire")
+	}
+	r.n++
+	return copy(p, `{"performative": "request", "sender": "a", "receiver": "b"}`+"\n"), nil
+}
+
+func TestReadIOError(t *testing.T) {
+	entries, _, err := trace.Read(&failingReader{})
+	require.EqualError(t, err, "disk on fire")
+	assert.Len(t, entries, 1, "what was read before the error is returned")
+}
+
+func TestParseTime(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want time.Time
+		err  string
+	}{
+		{name: "RFC 3339", in: "2026-03-01T10:00:00Z", want: t0},
+		{name: "RFC 3339 with an offset", in: "2026-03-01T12:00:00+02:00", want: t0},
+		{name: "RFC 3339 with fractions", in: "2026-03-01T10:00:00.125Z", want: t0.Add(125 * time.Millisecond)},
+		{name: "duration", in: "1.5s", want: trace.Origin.Add(1500 * time.Millisecond)},
+		{name: "compound duration", in: "1h2m3s", want: trace.Origin.Add(time.Hour + 2*time.Minute + 3*time.Second)},
+		{name: "zero", in: "0s", want: trace.Origin},
+		{name: "bare number", in: "30", err: `"30" is neither an RFC 3339 time nor a duration after the trace's start`},
+		{name: "empty", in: "", err: `"" is neither an RFC 3339 time nor a duration after the trace's start`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := trace.ParseTime(tt.in, trace.Origin)
+			if tt.err != "" {
+				require.EqualError(t, err, tt.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.True(t, tt.want.Equal(got), "got %v, want %v", got, tt.want)
+		})
+	}
+}
+
+func TestWriterRoundTrip(t *testing.T) {
+	messages := []struct {
+		at time.Time
+		m  *forms.Message
+	}{
+		{at: t0, m: &forms.Message{
+			Performative: "cfp", Sender: "buyer", Receivers: []string{"s1", "s2"}, ConversationID: "cn1", ReplyWith: "cfp1",
+			ReplyBy: t0.Add(10 * time.Second), Protocol: "fipa-contract-net", Language: "json", Ontology: "logistics",
+			Content: map[string]any{"task": "deliver <40> crates & more", "crates": 40.0},
+		}},
+		{at: t0.Add(1500 * time.Millisecond), m: &forms.Message{
+			Performative: "propose", Sender: "s1", Receivers: []string{"buyer"}, ConversationID: "cn1", InReplyTo: "cfp1", ReplyWith: "p1",
+			Content: map[string]any{"price": 120.5, "terms": []any{"net 30", true, nil}},
+		}},
+		{m: &forms.Message{ // no time: it happens when the line before did
+			Performative: "refuse", Sender: "s2", Receivers: []string{"buyer"}, ConversationID: "cn1", InReplyTo: "cfp1",
+		}},
+		{at: time.Date(2026, 3, 1, 12, 0, 4, 0, time.FixedZone("CET", 3600)), m: &forms.Message{
+			Performative: "accept-proposal", Sender: "buyer", Receivers: []string{"s1"}, ConversationID: "cn1", InReplyTo: "p1",
+			Content: map[string]any{},
+		}},
+	}
+	var buf bytes.Buffer
+	w := trace.NewWriter(&buf)
+	for _, x := range messages {
+		require.NoError(t, w.Write(x.at, x.m))
+	}
+	assert.Equal(t, len(messages), strings.Count(buf.String(), "\n"), "one line per message")
+	assert.Contains(t, buf.String(), `"receiver":["s1","s2"]`, "several receivers are a list")
+	assert.Contains(t, buf.String(), `"receiver":"buyer"`, "one receiver is a name")
+	assert.Contains(t, buf.String(), `deliver <40> crates & more`, "HTML characters are not escaped")
+
+	entries, problems, err := trace.Read(&buf)
+	require.NoError(t, err)
+	require.Empty(t, problems)
+	require.Len(t, entries, len(messages))
+	prev := time.Time{}
+	for i, e := range entries {
+		assert.Equal(t, i+1, e.Line)
+		want := messages[i].at
+		if want.IsZero() {
+			want = prev
+		}
+		assert.True(t, want.Equal(e.At), "line %d: at %v, want %v", i+1, e.At, want)
+		prev = e.At
+		got := *e.Message
+		wantMsg := *messages[i].m
+		assert.True(t, wantMsg.ReplyBy.Equal(got.ReplyBy), "line %d: reply_by %v, want %v", i+1, got.ReplyBy, wantMsg.ReplyBy)
+		got.ReplyBy, wantMsg.ReplyBy = time.Time{}, time.Time{}
+		assert.Equal(t, wantMsg, got, "line %d", i+1)
+	}
+}
+
+// TestWriterRefusesNonLines is the regression test for a Writer that
+// wrote "receiver": null, a line Read then rejected.
+func TestWriterRefusesNonLines(t *testing.T) {
+	tests := []struct {
+		name string
+		m    *forms.Message
+	}{
+		{name: "nil", m: nil},
+		{name: "no performative", m: &forms.Message{Sender: "a", Receivers: []string{"b"}}},
+		{name: "no sender", m: &forms.Message{Performative: "inform", Receivers: []string{"b"}}},
+		{name: "no receivers", m: &forms.Message{Performative: "inform", Sender: "a"}},
+		{name: "an empty receiver", m: &forms.Message{Performative: "inform", Sender: "a", Receivers: []string{"b", ""}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			err := trace.NewWriter(&buf).Write(t0, tt.m)
+			require.Error(t, err)
+			assert.True(t, strings.HasPrefix(err.Error(), "trace: "), err.Error())
+			assert.Empty(t, buf.String())
+		})
+	}
+}
+
+type brokenWriter struct{ calls int }
+
+func (w *brokenWriter) Write(p []byte) (int, error) {
+	w.calls++
+	return 0, errors.New("pipe closed")
+}
+
+func TestWriterKeepsTheFirstError(t *testing.T) {
+	bw := &brokenWriter{}
+	w := trace.NewWriter(bw)
+	m := &forms.Message{Performative: "inform", Sender: "a", Receivers: []string{"b"}}
+	require.EqualError(t, w.Write(t0, m), "trace: pipe closed")
+	require.EqualError(t, w.Write(t0, m), "trace: pipe closed")
+	assert.Equal(t, 1, bw.calls, "after a failed write the Writer writes no more")
+}
+
+func TestWriterUnmarshalableContent(t *testing.T) {
+	var buf bytes.Buffer
+	err := trace.NewWriter(&buf).Write(t0, &forms.Message{Performative: "inform", Sender: "a", Receivers: []string{"b"},
+		Content: map[string]any{"ch": make(chan int)}})
+	require.Error(t, err)
+	assert.Empty(t, buf.String())
+}
+
+// TestWriterConcurrent writes from several goroutines at once: every line
+// is whole (run with -race).
+func TestWriterConcurrent(t *testing.T) {
+	const goroutines, each = 8, 200
+	var buf bytes.Buffer
+	w := trace.NewWriter(&buf)
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				m := &forms.Message{
+					Performative: "inform", Sender: fmt.Sprintf("agent-%d", g), Receivers: []string{"monitor"},
+					ConversationID: fmt.Sprintf("c%d", g), ReplyWith: fmt.Sprintf("%d-%d", g, i),
+					Content: map[string]any{"result": strings.Repeat("x", 100+i), "i": float64(i)},
+				}
+				assert.NoError(t, w.Write(t0.Add(time.Duration(i)*time.Millisecond), m))
+			}
+		}()
+	}
+	wg.Wait()
+
+	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
+	require.Len(t, lines, goroutines*each)
+	for _, l := range lines {
+		require.True(t, json.Valid([]byte(l)), "a torn line: %s", l)
+	}
+	entries, problems, err := trace.Read(&buf)
+	require.NoError(t, err)
+	require.Empty(t, problems)
+	require.Len(t, entries, goroutines*each)
+	next := map[string]int{} // each goroutine's lines stay in its order
+	for _, e := range entries {
+		m := e.Message
+		i := next[m.Sender]
+		assert.Equal(t, fmt.Sprintf("%s-%d", strings.TrimPrefix(m.Sender, "agent-"), i), m.ReplyWith)
+		assert.Equal(t, float64(i), m.Content["i"])
+		next[m.Sender] = i + 1
+	}
+	assert.Len(t, next, goroutines)
+}
