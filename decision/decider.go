@@ -58,8 +58,9 @@ type SessionAnswer struct {
 }
 
 // Decider is decision logic. Decide may be called from many goroutines at
-// once, for different conversations. An error means no decision was made;
-// ErrNoDecision lets a Chain try the next decider.
+// once, for different conversations. req is valid only during the call:
+// the manager reuses it, so copy what you keep. An error means no decision
+// was made; ErrNoDecision lets a Chain try the next decider.
 type Decider interface {
 	Decide(ctx context.Context, req *Request) (Answer, error)
 }

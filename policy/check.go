@@ -30,8 +30,8 @@ var Checks = []Check{
 	{"unused", []Code{CodeUnused}, "every declaration is used", checkUnused},
 	{"joins", []Code{CodeJoinWithoutMany}, "join states involve a many role", checkJoins},
 	{"commitments", []Code{CodeCommitmentParties, CodeCommitmentAuth, CodeNoDischarge}, "commitments have distinct parties, the right authors and a reachable discharge", checkCommitments},
-	{"child-policies", []Code{CodeChildBinding}, "every role of a child policy is bound once to a role of this policy", checkChildBindings},
-	{"projection", []Code{CodeKnowledgeOfChoice}, "every role can tell which branch the conversation took (knowledge of choice)", checkProjection},
+	{"child-policies", []Code{CodeChildBinding, CodeUnresolved, CodeDeadEnd}, "every role of a child policy is bound once to a role of this policy, and every outcome of the child is handled", checkChildBindings},
+	{"projection", []Code{CodeKnowledgeOfChoice, CodeLimit}, "every role can tell which branch the conversation took (knowledge of choice)", checkProjection},
 }
 
 // CheckOption configures CheckPolicy.
@@ -179,7 +179,10 @@ func (c *checker) backward() []bool {
 	ok := make([]bool, n)
 	var stack []int
 	for i, s := range c.p.States {
-		if s.Kind == KindTerminal {
+		// A transition to an undeclared state is reported as such; where it
+		// leads is unknown, so it is not also reported as a trap.
+		unresolved := slices.ContainsFunc(s.Transitions, func(t *Transition) bool { return t.Next.Name != "" && c.stateIndex(t.Next.Name) < 0 })
+		if s.Kind == KindTerminal || unresolved {
 			ok[i] = true
 			stack = append(stack, i)
 		}

@@ -41,8 +41,8 @@ func checkCommitments(c *checker) {
 			c.d.errorf(CodeCommitmentParties, cm.Creditor.Pos, "commitment %q has %q as both debtor and creditor; a commitment binds one role to another", cm.Name, cm.Debtor.Name)
 		}
 		author := func(refs []Ref, op string, role Ref, party string) {
-			if role.Name == "" {
-				return
+			if c.roles[role.Name] == nil {
+				return // no party, or an undeclared one: reported by references
 			}
 			for _, r := range refs {
 				for _, s := range senders[r.Name] {

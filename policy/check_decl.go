@@ -9,22 +9,25 @@ func checkDeclarations(c *checker) {
 	if p.Name != "" && !ValidName(p.Name) {
 		c.d.errorf(CodeInvalidValue, p.Pos, "policy name %q is not a valid name (letters, digits, _ and -, starting with a letter)", p.Name)
 	}
-	kind := func(what string, list []declaration) {
+	// kind checks the names of one kind of declaration; of, when set,
+	// says what they belong to (` of message type "request"`).
+	kindOf := func(what, of string, list []declaration) {
 		first := make(map[string]Pos, len(list))
 		for _, d := range list {
 			if d.name == "" {
 				continue
 			}
 			if !ValidName(d.name) {
-				c.d.errorf(CodeInvalidValue, d.pos, "%s name %q is not a valid name (letters, digits, _ and -, starting with a letter)", what, d.name)
+				c.d.errorf(CodeInvalidValue, d.pos, "%s name %q%s is not a valid name (letters, digits, _ and -, starting with a letter)", what, d.name, of)
 			}
 			if at, dup := first[d.name]; dup {
-				c.d.errorf(CodeDuplicate, d.pos, "%s %q is declared twice", what, d.name).related(at, "first declared here")
+				c.d.errorf(CodeDuplicate, d.pos, "%s %q%s is declared twice", what, d.name, of).related(at, "first declared here")
 				continue
 			}
 			first[d.name] = d.pos
 		}
 	}
+	kind := func(what string, list []declaration) { kindOf(what, "", list) }
 	kind("role", declsOf(p.Roles, func(r *Role) (string, Pos) { return r.Name, r.Pos }))
 	kind("message type", declsOf(p.Messages, func(m *MessageType) (string, Pos) { return m.Name, m.Pos }))
 	kind("timer", declsOf(p.Timers, func(t *Timer) (string, Pos) { return t.Name, t.Pos }))
@@ -32,7 +35,7 @@ func checkDeclarations(c *checker) {
 	kind("commitment", declsOf(p.Commitments, func(cm *Commitment) (string, Pos) { return cm.Name, cm.Pos }))
 	kind("state", declsOf(p.States, func(s *State) (string, Pos) { return s.Name, s.Pos }))
 	for _, m := range p.Messages {
-		kind(fmt.Sprintf("field of %q", m.Name), declsOf(m.Fields, func(f *Field) (string, Pos) { return f.Name, f.Pos }))
+		kindOf("field", fmt.Sprintf(" of message type %q", m.Name), declsOf(m.Fields, func(f *Field) (string, Pos) { return f.Name, f.Pos }))
 		if m.Performative != "" && !contains(Performatives, m.Performative) {
 			c.d.errorf(CodeInvalidValue, m.Pos, "message type %q has performative %q, which is not a FIPA communicative act%s", m.Name, m.Performative, didYouMean(m.Performative, Performatives))
 		}

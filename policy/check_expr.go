@@ -148,7 +148,15 @@ func (c *checker) checkExpr(e *Expr, what string, env map[string]any, want refle
 	if want == nil || r.got == nil || r.got.Kind() == reflect.Interface || assignable(r.got, want) {
 		return
 	}
-	c.d.errorf(CodeExprType, e.Pos, "%s is a %s, but must be a %s", what, typeName(r.got), typeName(want))
+	c.d.errorf(CodeExprType, e.Pos, "%s is %s, but must be %s", what, article(typeName(r.got)), article(typeName(want)))
+}
+
+// article prefixes a type name with "a" or "an".
+func article(name string) string {
+	if name != "" && strings.ContainsRune("aeiou", rune(name[0])) {
+		return "an " + name
+	}
+	return "a " + name
 }
 
 // assignable reports whether an expression result of type got fits a
@@ -184,6 +192,8 @@ func isNumber(k reflect.Kind) bool {
 
 func typeName(t reflect.Type) string {
 	switch {
+	case t.Kind() == reflect.Pointer:
+		return "optional " + typeName(t.Elem()) // an optional field
 	case t == reflect.TypeFor[bool]():
 		return "bool"
 	case t.Kind() == reflect.String:
@@ -214,7 +224,24 @@ func (c *checker) exprError(code Code, e *Expr, what string, err error, env map[
 	if m := noFieldRE.FindStringSubmatch(msg); m != nil {
 		msg = c.noFieldMessage(e.Src, fe, m[1], env)
 	}
-	c.d.errorf(code, e.PosAt(fe.Line, fe.Column), "%s: %s", what, msg)
+	c.d.errorf(code, e.PosAt(fe.Line, byteColumn(e.Src, fe.Line, fe.Column)), "%s: %s", what, msg)
+}
+
+// byteColumn converts expr's column (0-based, counted in runes) on line
+// (1-based) of src into a byte count, which is how Pos counts columns.
+func byteColumn(src string, line, col int) int {
+	lines := strings.Split(src, "\n")
+	if line < 1 || line > len(lines) || col <= 0 {
+		return col
+	}
+	n := 0
+	for i := range lines[line-1] {
+		if n == col {
+			return i
+		}
+		n++
+	}
+	return len(lines[line-1]) + col - n
 }
 
 // noFieldMessage rewrites expr's "type struct {...} has no field x" into

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -39,8 +40,8 @@ func checkHasTerminal(c *checker) {
 
 // checkReachable warns about states no path from the initial state reaches.
 func checkReachable(c *checker) {
-	if c.initial < 0 {
-		return
+	if c.initial < 0 || c.p.States[c.initial].Kind == KindTerminal {
+		return // reported by checkInitial; every other state would follow
 	}
 	for i, s := range c.p.States {
 		if !c.reach[i] {
@@ -62,8 +63,8 @@ func checkDeadEnds(c *checker) {
 // terminal state can be reached (a loop with no exit), once per region, at
 // the first of its states a search from the initial state meets.
 func checkTermination(c *checker) {
-	if c.initial < 0 {
-		return
+	if c.initial < 0 || !slices.ContainsFunc(c.p.States, func(s *State) bool { return s.Kind == KindTerminal }) {
+		return // no terminal state at all: reported once by checkHasTerminal
 	}
 	n := len(c.p.States)
 	covered := make([]bool, n)

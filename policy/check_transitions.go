@@ -44,8 +44,8 @@ func checkDeterminism(c *checker) {
 				continue
 			}
 			k := [2]string{t.From.Name, t.MessageKey()}
-			if first, ok := keys[k]; ok && (first.To.Name != t.To.Name) {
-				c.d.errorf(CodeNondeterministic, t.Pos, "state %q offers %q two choices named %q (to %q and to %q); give one a distinct key", s.Name, t.From.Name, t.MessageKey(), first.To.Name, t.To.Name).related(first.Pos, "the other choice")
+			if first, ok := keys[k]; ok && (first.To.Name != t.To.Name || first.Message.Name != t.Message.Name) {
+				c.d.errorf(CodeNondeterministic, t.Pos, "state %q offers %q two choices named %q (%q to %q and %q to %q); give one a distinct key", s.Name, t.From.Name, t.MessageKey(), first.Message.Name, first.To.Name, t.Message.Name, t.To.Name).related(first.Pos, "the other choice")
 			} else if !ok {
 				keys[k] = t
 			}

@@ -88,8 +88,27 @@ func checkProjection(c *checker) {
 	if c.initial < 0 || c.d.list.HasErrors() {
 		return // knowledge of choice is meaningless on a broken graph
 	}
+	talks := map[string]bool{}
+	for _, s := range c.p.States {
+		for _, t := range s.Transitions {
+			if t.Kind != SendMessage {
+				continue
+			}
+			if t.From.Name == "" || t.To.Name == "" {
+				// The loader reported the missing role; these checks do
+				// not see its diagnostics, and a send with no sender or
+				// receiver would look invisible to every role.
+				return
+			}
+			talks[t.From.Name], talks[t.To.Name] = true, true
+		}
+	}
 	for _, r := range c.p.Roles {
-		c.project(r.Name)
+		// A role that sends and receives nothing is reported unused;
+		// projected, it would only see timers fire.
+		if talks[r.Name] {
+			c.project(r.Name)
+		}
 	}
 }
 

@@ -34,7 +34,10 @@ func didYouMean(name string, candidates []string) string {
 	return ""
 }
 
-// editDistance is the Levenshtein distance between a and b, in bytes.
+// editDistance is the edit distance between a and b, in bytes, counting
+// an insertion, a deletion, a substitution or a swap of two adjacent
+// bytes as one edit (optimal string alignment), so that the common typo
+// "feild" is one edit from "field".
 func editDistance(a, b string) int {
 	if len(a) > 64 || len(b) > 64 {
 		if a == b {
@@ -42,6 +45,7 @@ func editDistance(a, b string) int {
 		}
 		return max(len(a), len(b))
 	}
+	prev2 := make([]int, len(b)+1)
 	prev := make([]int, len(b)+1)
 	cur := make([]int, len(b)+1)
 	for j := range prev {
@@ -55,8 +59,11 @@ func editDistance(a, b string) int {
 				cost = 0
 			}
 			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
 		}
-		prev, cur = cur, prev
+		prev2, prev, cur = prev, cur, prev2
 	}
 	return prev[len(b)]
 }

@@ -70,7 +70,9 @@ func (l *xmlLoader) scan() bool {
 	depth := 0
 	for {
 		off := int(dec.InputOffset())
-		tok, err := dec.RawToken()
+		// Token, not RawToken: it checks that end tags match, so a mismatch
+		// is reported where it is rather than by etree at 1:1.
+		tok, err := dec.Token()
 		if errors.Is(err, io.EOF) {
 			if depth > 0 {
 				l.d.errorf(CodeSyntax, l.posAt(len(l.src)), "unexpected end of file: %d element(s) not closed", depth)
@@ -88,6 +90,14 @@ func (l *xmlLoader) scan() bool {
 			msg := err.Error()
 			if errors.As(err, &se) {
 				msg = se.Msg
+				switch {
+				case msg == "unexpected EOF" && depth > 0:
+					msg = fmt.Sprintf("unexpected end of file: %d element(s) not closed", depth)
+				case strings.HasPrefix(msg, "invalid character entity &"):
+					msg += "; in an expression, write && as &amp;&amp; or put the expression in <![CDATA[ ... ]]>"
+				case msg == "expected element name after <":
+					msg += "; in an expression, write < as &lt; or put the expression in <![CDATA[ ... ]]>"
+				}
 			}
 			l.d.errorf(CodeSyntax, Pos{File: l.file, Line: line, Col: col}, "%s", msg)
 			return false
@@ -149,7 +159,11 @@ func (l *xmlLoader) pos(e *etree.Element) Pos { return l.posAt(l.starts[l.elems[
 
 // attrPos returns the position of the value of attribute name of e, or
 // of e when it cannot be found.
-func (l *xmlLoader) attrPos(e *etree.Element, name string) Pos {
+func (l *xmlLoader) attrPos(e *etree.Element, name string) Pos { return l.attrPosN(e, name, 0) }
+
+// attrPosN returns the position of the value of the n-th (0-based)
+// attribute called name on e, or of e when there is no such attribute.
+func (l *xmlLoader) attrPosN(e *etree.Element, name string, n int) Pos {
 	i := l.elems[e]
 	tag := l.src[l.starts[i]:l.ends[i]]
 	for off := 0; off < len(tag); {
@@ -169,7 +183,10 @@ func (l *xmlLoader) attrPos(e *etree.Element, name string) Pos {
 					k++
 				}
 				if k < len(tag) && (tag[k] == '"' || tag[k] == '\'') {
-					return l.posAt(l.starts[i] + k + 1)
+					if n == 0 {
+						return l.posAt(l.starts[i] + k + 1)
+					}
+					n--
 				}
 			}
 		}
@@ -203,20 +220,16 @@ func (l *xmlLoader) textExpr(e *etree.Element, what string) *Expr {
 			off++
 		}
 	}
-	pos := l.posAt(off)
-	indent := 1
-	if pos.Line < len(l.lines) {
-		for k := l.lines[pos.Line]; k < len(l.src) && (l.src[k] == ' ' || l.src[k] == '\t'); k++ {
-			indent++
-		}
-	}
-	return &Expr{Src: src, Pos: pos, Indent: indent}
+	// The text's continuation lines keep their indentation in src, so
+	// column c of one of them is column 1+c of its line in the file.
+	return &Expr{Src: src, Pos: l.posAt(off), Indent: 1}
 }
 
 // attrs checks e's attributes against allowed and returns them by name;
 // required ones that are absent are reported.
 func (l *xmlLoader) attrs(e *etree.Element, allowed, required []string) map[string]string {
 	out := map[string]string{}
+	seen := map[string]int{} // repeats of each attribute so far
 	for _, a := range e.Attr {
 		name := a.Key
 		if a.Space == "xmlns" || (a.Space == "" && a.Key == "xmlns") || a.Space == "xsi" {
@@ -230,7 +243,8 @@ func (l *xmlLoader) attrs(e *etree.Element, allowed, required []string) map[stri
 			continue
 		}
 		if _, dup := out[name]; dup {
-			l.d.errorf(CodeDuplicate, l.attrPos(e, name), "attribute %q is given twice on <%s>", name, e.Tag)
+			seen[name]++
+			l.d.errorf(CodeDuplicate, l.attrPosN(e, name, seen[name]), "attribute %q is given twice on <%s>", name, e.Tag).related(l.attrPos(e, name), "first given here")
 			continue
 		}
 		out[name] = a.Value
@@ -349,6 +363,7 @@ func (l *xmlLoader) policy(root *etree.Element) *Policy {
 		p.Pos = l.attrPos(root, "name")
 	}
 	p.Initial = l.ref(root, a, "initial")
+	tooMany := false
 	l.children(root, policyChildren, func(c *etree.Element) {
 		switch c.Tag {
 		case "doc":
@@ -367,11 +382,14 @@ func (l *xmlLoader) policy(root *etree.Element) *Policy {
 		case "commitment":
 			p.Commitments = append(p.Commitments, l.commitment(c))
 		case "state":
-			if len(p.States) == l.limits.MaxStates {
-				l.d.errorf(CodeLimit, l.pos(c), "more than %d states", l.limits.MaxStates)
-			}
-			if len(p.States) < l.limits.MaxStates {
+			switch {
+			case len(p.States) < l.limits.MaxStates:
 				p.States = append(p.States, l.state(c))
+			case !tooMany:
+				// Once: p.States stops growing, so every further state
+				// would report it again.
+				tooMany = true
+				l.d.errorf(CodeLimit, l.pos(c), "more than %d states", l.limits.MaxStates)
 			}
 		}
 	})
@@ -403,7 +421,7 @@ func (l *xmlLoader) field(e *etree.Element) *Field {
 	if s, ok := a["type"]; ok {
 		t, opt, valid := ParseFieldType(s)
 		if !valid || opt {
-			l.d.errorf(CodeInvalidValue, l.attrPos(e, "type"), "unknown type %q (types: %s; use optional=\"true\" for an optional value)", s, fieldTypeList())
+			l.d.errorf(CodeInvalidValue, l.attrPos(e, "type"), "unknown type %q (types: %s; use optional=\"true\" for an optional value)%s", s, fieldTypeList(), didYouMean(strings.TrimSuffix(s, "?"), strings.Split(fieldTypeList(), ", ")))
 		}
 		f.Type = t
 	}
@@ -420,6 +438,7 @@ func fieldTypeList() string {
 }
 
 func (l *xmlLoader) timer(e *etree.Element) *Timer {
+	before := len(l.d.list)
 	a := l.attrs(e, []string{"name", "after", "deadline", "default"}, []string{"name"})
 	t := &Timer{Name: a["name"], Pos: l.attrPos(e, "name")}
 	t.After = l.durationAttr(e, a, "after")
@@ -433,7 +452,10 @@ func (l *xmlLoader) timer(e *etree.Element) *Timer {
 		}
 	}
 	l.children(e, []string{"doc"}, func(d *etree.Element) { t.Doc = docText(d) })
-	l.d.checkTimerShape(t, fmt.Sprintf("timer %q", t.Name))
+	if len(l.d.list) == before {
+		// A bad after or deadline is reported already.
+		l.d.checkTimerShape(t, fmt.Sprintf("timer %q", t.Name))
+	}
 	return t
 }
 
@@ -494,19 +516,21 @@ func (l *xmlLoader) state(e *etree.Element) *State {
 		}
 	})
 	kind, hasKind := a["kind"]
-	switch {
-	case !hasKind && s.Outcome != "":
-		s.Kind = KindTerminal
-	case !hasKind && s.Child != nil:
-		s.Kind = KindInChild
-	case !hasKind:
-		s.Kind = KindNormal
+	switch StateKind(kind) {
+	case KindNormal, KindInChild, KindTerminal:
+		s.Kind = StateKind(kind)
 	default:
-		switch StateKind(kind) {
-		case KindNormal, KindInChild, KindTerminal:
-			s.Kind = StateKind(kind)
-		default:
+		if hasKind {
 			l.d.errorf(CodeInvalidValue, l.attrPos(e, "kind"), "state kind %q is not one of normal, in-child, terminal%s", kind, didYouMean(kind, []string{"normal", "in-child", "terminal"}))
+		}
+		// Absent (or misspelt, reported above): infer the kind from the
+		// state's content, so one typo is not reported three times.
+		switch {
+		case s.Outcome != "":
+			s.Kind = KindTerminal
+		case s.Child != nil:
+			s.Kind = KindInChild
+		default:
 			s.Kind = KindNormal
 		}
 	}

@@ -2,7 +2,9 @@ package policy
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"regexp"
 	"strconv"
 	"strings"
@@ -24,6 +26,11 @@ func LoadYAML(filename string, src []byte, opts ...LoadOption) (*Policy, Diagnos
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(src))
 	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			// An empty file, or one of only comments: no document at all.
+			l.d.errorf(CodeSyntax, Pos{File: filename, Line: 1, Col: 1}, "empty document: a policy file starts with \"policy: <name>\"")
+			return nil, l.d.list
+		}
 		l.syntaxError(err)
 		return nil, l.d.list
 	}
@@ -40,18 +47,59 @@ func LoadYAML(filename string, src []byte, opts ...LoadOption) (*Policy, Diagnos
 	return p, l.d.list
 }
 
-var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): `)
+var (
+	yamlLineRE   = regexp.MustCompile(`^yaml: line (\d+): `)
+	yamlAnchorRE = regexp.MustCompile(`^unknown anchor '(.*)' referenced$`)
+)
+
+// yamlParserProblems are the problems yaml.v3's parser (as opposed to its
+// scanner) reports. For these it prints the 0-based line of the construct
+// being parsed, so the loader adds one.
+var yamlParserProblems = []string{
+	"did not find expected <stream-start>",
+	"did not find expected <document start>",
+	"found duplicate %YAML directive",
+	"found incompatible YAML document",
+	"found duplicate %TAG directive",
+	"found undefined tag handle",
+	"did not find expected node content",
+	"did not find expected '-' indicator",
+	"did not find expected key",
+	"did not find expected ',' or ']'",
+	"did not find expected ',' or '}'",
+}
 
 func (l *yamlLoader) syntaxError(err error) {
 	msg := err.Error()
-	line := 1
+	pos := Pos{File: l.file, Line: 1, Col: 1}
 	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
-		line, _ = strconv.Atoi(m[1])
+		pos.Line, _ = strconv.Atoi(m[1])
 		msg = msg[len(m[0]):]
+		if contains(yamlParserProblems, msg) {
+			pos.Line++
+		}
 	} else {
 		msg = strings.TrimPrefix(msg, "yaml: ")
+		if m := yamlAnchorRE.FindStringSubmatch(msg); m != nil {
+			// yaml.v3 gives no line for an unknown alias: find it.
+			if i := bytes.Index(l.src, []byte("*"+m[1])); i >= 0 {
+				pos = l.posAt(i)
+			}
+		}
 	}
-	l.d.errorf(CodeSyntax, Pos{File: l.file, Line: line, Col: 1}, "%s", msg)
+	l.d.errorf(CodeSyntax, pos, "%s", msg)
+}
+
+// posAt returns the position of byte offset off in the source.
+func (l *yamlLoader) posAt(off int) Pos {
+	if l.lines == nil {
+		l.lines = lineStarts(l.src)
+	}
+	line := 0
+	for line+1 < len(l.lines) && l.lines[line+1] <= off {
+		line++
+	}
+	return Pos{File: l.file, Line: line + 1, Col: off - l.lines[line] + 1}
 }
 
 type yamlLoader struct {
@@ -284,6 +332,10 @@ func (l *yamlLoader) expr(n *yaml.Node, depth int, what string) *Expr {
 	if n == nil {
 		return nil
 	}
+	// A literal block (guard: |) ends with a newline that is not part of
+	// the expression; the XML loader trims it too, so both formats give
+	// the same model.
+	s = strings.TrimRight(s, " \t\r\n")
 	if len(s) > l.limits.MaxExprBytes {
 		l.d.errorf(CodeLimit, l.pos(n), "%s is %d bytes, more than the limit of %d", what, len(s), l.limits.MaxExprBytes)
 		return nil
@@ -508,6 +560,7 @@ func (l *yamlLoader) timers(p *Policy, n *yaml.Node) {
 			continue
 		}
 		what := fmt.Sprintf("timer %q", pr.key)
+		before := len(l.d.list)
 		l.fields(v, 2, what, []string{"after", "deadline", "default", "doc"}, func(key string, _, v *yaml.Node) {
 			switch key {
 			case "after":
@@ -522,7 +575,11 @@ func (l *yamlLoader) timers(p *Policy, n *yaml.Node) {
 				t.Doc = l.doc(v, 3)
 			}
 		})
-		l.checkTimerShape(t, what)
+		if len(l.d.list) == before {
+			// A bad after or deadline is reported already; saying the
+			// timer lacks one would only repeat it.
+			l.checkTimerShape(t, what)
+		}
 	}
 }
 
@@ -574,7 +631,7 @@ func (l *yamlLoader) commitments(p *Policy, n *yaml.Node) {
 		c := &Commitment{Name: pr.key, Pos: l.pos(pr.k)}
 		p.Commitments = append(p.Commitments, c)
 		what := fmt.Sprintf("commitment %q", pr.key)
-		l.fields(pr.v, 2, what, commitmentKeys, func(key string, _, v *yaml.Node) {
+		ok := l.fields(pr.v, 2, what, commitmentKeys, func(key string, _, v *yaml.Node) {
 			switch key {
 			case "debtor":
 				c.Debtor = l.ref(v, 3, "debtor")
@@ -598,7 +655,9 @@ func (l *yamlLoader) commitments(p *Policy, n *yaml.Node) {
 				c.Doc = l.doc(v, 3)
 			}
 		})
-		l.d.checkCommitmentShape(c, what)
+		if ok {
+			l.d.checkCommitmentShape(c, what)
+		}
 	}
 }
 
@@ -678,7 +737,12 @@ func (l *yamlLoader) state(s *State, n *yaml.Node) {
 		case "on":
 			onKey = k
 			if v = l.node(v, 3); v != nil {
-				if v.Kind != yaml.SequenceNode {
+				if v.Kind == yaml.ScalarNode && v.Tag == "!!null" {
+					// "on:" with no items: no transitions, which the
+					// dead-ends check reports (WriteYAML writes an empty
+					// state so).
+					s.Transitions = []*Transition{}
+				} else if v.Kind != yaml.SequenceNode {
 					l.d.errorf(CodeInvalidValue, l.pos(v), "on must be a list of transitions, not %s", kindName(v))
 				} else {
 					s.Transitions = l.transitions(v, 3)
@@ -783,11 +847,15 @@ func (l *yamlLoader) transition(n *yaml.Node, depth int) *Transition {
 		return nil
 	}
 	allowed := transitionKeys[t.Kind]
-	hasNext := false
+	hasNext, hasFrom, hasTo := false, false, false
 	for _, pr := range pairs {
 		if !contains(allowed, pr.key) {
 			if contains(allTransitionKeys, pr.key) {
-				l.d.errorf(CodeUnknownField, l.pos(pr.k), "%q does not apply to a %s transition", pr.key, t.Kind)
+				an := "a"
+				if t.Kind == OnTimeout {
+					an = "an"
+				}
+				l.d.errorf(CodeUnknownField, l.pos(pr.k), "%q does not apply to %s %s transition", pr.key, an, t.Kind)
 			} else {
 				l.d.errorf(CodeUnknownField, l.pos(pr.k), "unknown key %q in a transition%s", pr.key, didYouMean(pr.key, allowed))
 			}
@@ -802,8 +870,10 @@ func (l *yamlLoader) transition(n *yaml.Node, depth int) *Transition {
 		case "return":
 			t.Outcome, _ = l.str(v, depth+1, "return (a child outcome)")
 		case "from":
+			hasFrom = true
 			t.From = l.ref(v, depth+1, "from (a role)")
 		case "to":
+			hasTo = true
 			t.To = l.ref(v, depth+1, "to (a role)")
 		case "next":
 			hasNext = true
@@ -822,10 +892,11 @@ func (l *yamlLoader) transition(n *yaml.Node, depth int) *Transition {
 		l.d.errorf(CodeMissingField, t.Pos, "the %s transition has no next state", t.Kind)
 	}
 	if t.Kind == SendMessage {
-		if t.From.IsZero() {
+		// Present but empty is reported as an invalid value already.
+		if !hasFrom {
 			l.d.errorf(CodeMissingField, t.Pos, "the send-message transition for %q has no from (the sending role)", t.Message.Name)
 		}
-		if t.To.IsZero() {
+		if !hasTo {
 			l.d.errorf(CodeMissingField, t.Pos, "the send-message transition for %q has no to (the receiving role)", t.Message.Name)
 		}
 	}

@@ -1,0 +1,168 @@
+package policy_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/parleyhq/parley/policy"
+)
+
+// shipYAML is a three-party policy where the Shipper hears which branch
+// the Seller took: it is told to ship, or that the order is off.
+const shipYAML = `policy: ship
+version: 1
+roles: [Buyer, Seller, Shipper]
+messages:
+  order: {performative: request, fields: {item: string}}
+  accept: agree
+  reject: refuse
+  ship: {performative: request, fields: {address: string}}
+  stand-down: cancel
+  shipped: inform
+states:
+  start:
+    - {send: order, from: Buyer, to: Seller, next: ordered}
+  ordered:
+    - {send: accept, from: Seller, to: Buyer, next: accepted}
+    - {send: reject, from: Seller, to: Buyer, next: rejected}
+  accepted:
+    - {send: ship, from: Seller, to: Shipper, next: shipping}
+  rejected:
+    - {send: stand-down, from: Seller, to: Shipper, next: called-off}
+  shipping:
+    - {send: shipped, from: Shipper, to: Buyer, next: delivered}
+  delivered: {terminal: done}
+  called-off: {terminal: rejected}
+`
+
+func TestCheckProjection(t *testing.T) {
+	runCheckCases(t, []checkCase{
+		{name: "a two-party policy is always projectable"},
+		{name: "a many role is projectable", src: contractNetYAML},
+		{name: "a third role informed in each branch", src: shipYAML},
+		{
+			name:  "a third role not told that the conversation ended",
+			src:   shipYAML,
+			edits: []edit{{"    - {send: stand-down, from: Seller, to: Shipper, next: called-off}\n", "    - {send: stand-down, from: Seller, to: Buyer, next: called-off}\n"}},
+			want: []string{
+				`test.yaml:16:7: error: role "Shipper" cannot tell whether the conversation has ended: in state "ordered" the conversation continues either with "reject" from "Seller" to "Buyer" or with "accept" from "Seller" to "Buyer", and "Shipper" sees neither; to fix, have "Seller" (or "Buyer") tell "Shipper" which branch was taken (a message to "Shipper" in each branch) [CP029]`,
+			},
+			related: []string{
+				"test.yaml:15:7: the other branch",
+				`test.yaml:24:3: state "called-off"`,
+				`test.yaml:17:3: state "accepted"`,
+			},
+		},
+		{
+			name: "a third role that may send in one branch only",
+			src:  shipYAML,
+			edits: []edit{
+				{"    - {send: ship, from: Seller, to: Shipper, next: shipping}\n", "    - {send: shipped, from: Shipper, to: Buyer, next: delivered}\n"},
+				{"  shipping:\n    - {send: shipped, from: Shipper, to: Buyer, next: delivered}\n", ""},
+				{"  ship: {performative: request, fields: {address: string}}\n", ""},
+			},
+			want: []string{
+				`test.yaml:12:7: error: role "Shipper" cannot tell whether it may send "shipped": it may in state "accepted" but not in state "start": "order" from "Buyer" to "Seller" may or may not have happened, and "Shipper" does not see it; to fix, have "Buyer" (or "Seller") send "Shipper" a message after it, or let "Shipper" act only once it has heard of it [CP029]`,
+			},
+			related: []string{
+				`test.yaml:16:3: state "accepted"`,
+				`test.yaml:11:3: state "start"`,
+			},
+		},
+		{
+			name: "a third role that cannot tell how the conversation ended",
+			src:  shipYAML,
+			edits: []edit{
+				{"    - {send: shipped, from: Shipper, to: Buyer, next: delivered}\n", "    - {send: shipped, from: Shipper, to: Buyer, next: delivering}\n  delivering:\n    - {send: accept, from: Buyer, to: Seller, next: delivered}\n    - {send: reject, from: Buyer, to: Seller, next: disputed}\n  disputed: {terminal: disputed}\n"},
+			},
+			want: []string{
+				`test.yaml:25:7: error: role "Shipper" cannot tell whether the conversation ended with outcome "disputed" or "done": in state "delivering" the conversation continues either with "reject" from "Buyer" to "Seller" or with "accept" from "Buyer" to "Seller", and "Shipper" sees neither; to fix, have "Buyer" (or "Seller") tell "Shipper" which branch was taken (a message to "Shipper" in each branch) [CP029]`,
+			},
+		},
+		{
+			name:  "projection is skipped while other errors stand",
+			src:   shipYAML,
+			edits: []edit{{"    - {send: stand-down, from: Seller, to: Shipper, next: called-off}\n", "    - {send: stand-down, from: Seller, to: Buyer, next: caled-off}\n"}},
+			want: []string{
+				`test.yaml:20:57: error: state "caled-off" is not declared; did you mean "called-off"? [CP010]`,
+				`test.yaml:24:3: warning: state "called-off" is unreachable from the initial state "start" [CP013]`,
+			},
+		},
+	})
+}
+
+// TestProjectTwoParty checks that, for every shipped two-party policy,
+// each role's projection is the policy graph itself (one local state per
+// reachable global state) with sends and receives swapped between the
+// two roles.
+func TestProjectTwoParty(t *testing.T) {
+	files, err := filepath.Glob("../policies/*.yaml")
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	for _, file := range files {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			src, err := os.ReadFile(file)
+			require.NoError(t, err)
+			p, ds := policy.Load(filepath.Base(file), src)
+			require.Empty(t, ds)
+			if len(p.Roles) != 2 {
+				t.Skip("not a two-party policy")
+			}
+			a, b := p.Roles[0].Name, p.Roles[1].Name
+			pa, da := policy.Project(p, a)
+			pb, db := policy.Project(p, b)
+			assert.Empty(t, da)
+			assert.Empty(t, db)
+			require.Equal(t, len(pa.States), len(pb.States))
+			assert.Equal(t, a, pa.Role)
+			for i, la := range pa.States {
+				lb := pb.States[i]
+				require.Len(t, la.Global, 1, "state %s of %s's projection", la.Name, a)
+				assert.Equal(t, la.Global, lb.Global)
+				assert.Equal(t, la.Kind, lb.Kind)
+				assert.Equal(t, la.Outcome, lb.Outcome)
+				require.Len(t, lb.Transitions, len(la.Transitions))
+				for j, ta := range la.Transitions {
+					tb := lb.Transitions[j]
+					assert.Equal(t, ta.Global, tb.Global)
+					assert.Equal(t, ta.Next, tb.Next)
+					switch ta.Action {
+					case policy.ActionSend:
+						assert.Equal(t, policy.ActionReceive, tb.Action)
+						assert.Equal(t, b, ta.Peer)
+						assert.Equal(t, a, tb.Peer)
+					case policy.ActionReceive:
+						assert.Equal(t, policy.ActionSend, tb.Action)
+						assert.Equal(t, b, ta.Peer)
+					default:
+						assert.Equal(t, ta.Action, tb.Action)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestProjectThirdRole checks the projection of shipYAML onto the
+// Shipper: the messages between Buyer and Seller are invisible, so its
+// first local state stands for every state before it hears of the order.
+func TestProjectThirdRole(t *testing.T) {
+	p := mustLoad(t, shipYAML)
+	proj, ds := policy.Project(p, "Shipper")
+	require.Empty(t, ds)
+	require.NotEmpty(t, proj.States)
+	first := proj.States[0]
+	assert.Equal(t, "start|ordered|accepted|rejected", first.Name)
+	var got []string
+	for _, tr := range first.Transitions {
+		got = append(got, tr.Action.String()+" "+tr.Transition().Message.Name+" from "+tr.Peer+" -> "+proj.States[tr.Next].Name)
+	}
+	assert.Equal(t, []string{
+		"receive ship from Seller -> shipping",
+		"receive stand-down from Seller -> called-off",
+	}, got)
+}
