@@ -1,8 +1,8 @@
 package engine_test
 
 import (
-	"fmt"
 	"runtime"
+	"strconv"
 	"testing"
 	"time"
 
@@ -142,5 +142,44 @@ func BenchmarkRequestConversation(b *testing.B) {
 	}
 }
 
-var _ = fmt.Sprint
-var _ = runtime.GC
+
+// BenchmarkLiveHandlerBytes keeps 100,000 FIPA Request initiators alive,
+// each waiting for the reply to its request, and reports the heap bytes
+// each one holds (handler, sessions, timers' deadlines, the last message's
+// data).
+func BenchmarkLiveHandlerBytes(b *testing.B) {
+	p, err := policies.Load("fipa-request")
+	if err != nil {
+		b.Fatal(err)
+	}
+	ini, _ := engine.Compile(p, "Initiator")
+	const n = 100_000
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var q engine.Queue
+	content := map[string]any{"action": "x"}
+	for b.Loop() {
+		handlers := make([]*engine.Handler, n)
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for i := range handlers {
+			h, err := ini.NewHandler("conversation-"+strconv.Itoa(i), "alice", engine.WithPeers("Participant", "bob"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			q.Reset()
+			_ = h.Start(t0, &q)
+			d := lastDecision(&q)
+			q.Reset()
+			_ = h.Process(&engine.DecisionEvent{At: t0, Ticket: d, Answer: decision.Answer{Choice: "request", Content: content}}, &q)
+			handlers[i] = h
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n, "B/handler")
+		if handlers[n-1].State("") != "requested" {
+			b.Fatal("not waiting in requested")
+		}
+		runtime.KeepAlive(handlers)
+	}
+}

@@ -103,7 +103,17 @@ func WithWorkers(n int) ManagerOption { return func(m *Manager) { m.workers = n 
 // conversation, and cannot start one, with a not-understood.
 func WithNotUnderstood() ManagerOption { return func(m *Manager) { m.notUnderstood = true } }
 
-// WithPolicies resolves child policies by name (policies.Resolve for the
+// WithSetup makes the manager take part in the conversation-setup policy
+// (setup must be that policy, such as policies.Load("conversation-setup")):
+// as Responder it accepts a proposed conversation when it registered the
+// policy with the proposed role as a responder, and then accepts that
+// conversation's messages under the agreed id even without a protocol;
+// as Caller it is driven by Setup.
+func WithSetup(setup *policy.Policy) ManagerOption {
+	return func(m *Manager) { m.setup = setup }
+}
+
+// WithResolver resolves child policies by name (policies.Resolve for the
 // shipped ones).
 func WithResolver(resolve func(name string) *policy.Policy) ManagerOption {
 	return func(m *Manager) { m.resolve = resolve }
@@ -135,6 +145,7 @@ type Manager struct {
 	workers         int
 	notUnderstood   bool
 	resolve         func(string) *policy.Policy
+	setup           *policy.Policy
 
 	mu       sync.RWMutex
 	programs map[[2]string]*Program
@@ -142,6 +153,9 @@ type Manager struct {
 	// responders maps a policy to the program this agent accepts new
 	// conversations of it with: the role that receives its first message.
 	responders map[string]*Program
+	// agreed maps conversation ids agreed through conversation-setup to
+	// the program to run them with.
+	agreed map[string]*Program
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -159,10 +173,17 @@ func NewManager(self string, opts ...ManagerOption) *Manager {
 	m := &Manager{
 		self: self, clock: RealClock(), logger: slog.Default(), retention: time.Minute,
 		workers: runtime.GOMAXPROCS(0), programs: map[[2]string]*Program{},
-		bound: map[string]decision.Decider{}, responders: map[string]*Program{}, seed: maphash.MakeSeed(),
+		bound: map[string]decision.Decider{}, responders: map[string]*Program{}, agreed: map[string]*Program{},
+		seed: maphash.MakeSeed(),
 	}
 	for _, opt := range opts {
 		opt(m)
+	}
+	if m.setup != nil {
+		if err := m.Register(m.setup); err != nil {
+			m.logger.Error("conversation-setup does not compile", "error", err)
+			m.setup = nil
+		}
 	}
 	if m.logger == nil {
 		m.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -265,13 +286,19 @@ func (m *Manager) Start(ctx context.Context, policyName, role string, peers map[
 	if m.closed.Load() {
 		return "", ErrClosed
 	}
+	return m.startAs(ctx, m.newID(), policyName, role, peers, data)
+}
+
+func (m *Manager) newID() string { return m.self + "-" + strconv.FormatUint(m.seq.Add(1), 36) }
+
+// startAs starts a conversation under a given id.
+func (m *Manager) startAs(ctx context.Context, id, policyName, role string, peers map[string][]string, data map[string]any) (string, error) {
 	prog, err := m.program(policyName, role)
 	if err != nil {
 		return "", err
 	}
-	id := m.self + "-" + strconv.FormatUint(m.seq.Add(1), 36)
 	done := make(chan error, 1)
-	m.shardOf(id).push(input{kind: inStart, conv: id, start: &startReq{prog: prog, peers: peers, data: data, done: done}})
+	m.shardOf(id).push(input{kind: inStart, conv: id, extra: &inputExtra{start: &startReq{prog: prog, peers: peers, data: data, done: done}}})
 	select {
 	case err := <-done:
 		return id, err
@@ -305,13 +332,13 @@ func (m *Manager) Answer(conversation string, ticket uint64, a decision.Answer) 
 	if m.closed.Load() {
 		return
 	}
-	m.shardOf(conversation).push(input{kind: inAnswer, conv: conversation, ticket: ticket, answer: a})
+	m.shardOf(conversation).push(input{kind: inAnswer, conv: conversation, ticket: ticket, extra: &inputExtra{answer: a}})
 }
 
 // Wait blocks until the conversation ends and returns its outcome.
 func (m *Manager) Wait(ctx context.Context, conversation string) (string, error) {
 	ch := make(chan waitResult, 1)
-	m.shardOf(conversation).push(input{kind: inWait, conv: conversation, wait: ch})
+	m.shardOf(conversation).push(input{kind: inWait, conv: conversation, extra: &inputExtra{wait: ch}})
 	select {
 	case r := <-ch:
 		return r.outcome, r.err
@@ -335,7 +362,7 @@ type Status struct {
 // Status reports on a conversation the manager holds.
 func (m *Manager) Status(ctx context.Context, conversation string) (Status, error) {
 	ch := make(chan statusResult, 1)
-	m.shardOf(conversation).push(input{kind: inStatus, conv: conversation, status: ch})
+	m.shardOf(conversation).push(input{kind: inStatus, conv: conversation, extra: &inputExtra{status: ch}})
 	select {
 	case r := <-ch:
 		return r.status, r.err
@@ -360,7 +387,7 @@ func (m *Manager) Flush(ctx context.Context) error {
 	var wg sync.WaitGroup
 	for _, s := range m.shards {
 		wg.Add(1)
-		s.push(input{kind: inFlush, flush: wg.Done})
+		s.push(input{kind: inFlush, extra: &inputExtra{flush: wg.Done}})
 	}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()

@@ -3,7 +3,6 @@ package engine_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"strings"
 	"sync"
@@ -71,7 +70,7 @@ func (r *recorder) performatives() []string {
 	return out
 }
 
-var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+var quiet = slog.New(slog.DiscardHandler)
 
 // world is a bus of agents sharing a fake clock and a recorder.
 type world struct {
@@ -122,7 +121,7 @@ func (s script) Decide(_ context.Context, req *decision.Request) (decision.Answe
 	if a, ok := s[req.Point]; ok {
 		return a, nil
 	}
-	return decision.Answer{}, nil // wait
+	return decision.Answer{}, decision.ErrNoDecision
 }
 
 func TestManagerRunsEachFIPAPolicyEndToEnd(t *testing.T) {
@@ -445,4 +444,40 @@ func TestManagerJournalConformsToThePolicy(t *testing.T) {
 	w.rec.mu.Lock()
 	defer w.rec.mu.Unlock()
 	assert.Contains(t, w.rec.commits, "bob perform violated")
+}
+
+func TestManagerConversationSetup(t *testing.T) {
+	w := newWorld(t)
+	setup, err := policies.Load("conversation-setup")
+	require.NoError(t, err)
+	alice := w.agent("alice", script{"fipa-request:start": {Choice: "request"}}, engine.WithSetup(setup))
+	w.agent("bob", script{"requested": {Choice: "refuse", Content: map[string]any{"reason": "no"}}}, engine.WithSetup(setup))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	var conv string
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		conv, err = alice.Setup(ctx, "bob", "fipa-request", "Participant", "Initiator", map[string][]string{"Participant": {"bob"}}, nil)
+		done <- err
+	}()
+	for {
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+			w.settle()
+			outcome, err := alice.Wait(ctx, conv)
+			require.NoError(t, err)
+			assert.Equal(t, "refused", outcome)
+			assert.Equal(t, []string{"alice:propose", "bob:accept-proposal", "alice:request", "bob:refuse"}, w.rec.performatives())
+
+			_, err = alice.Setup(ctx, "bob", "fipa-query", "Initiator", "Participant", map[string][]string{"Initiator": {"bob"}}, nil)
+			require.Error(t, err, "bob does not open fipa-query as Initiator")
+			assert.Contains(t, err.Error(), "declined")
+			return
+		default:
+			w.settle()
+		}
+	}
 }

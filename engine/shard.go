@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"container/heap"
 	"context"
 	"errors"
 	"fmt"
@@ -17,7 +18,7 @@ type inputKind uint8
 
 const (
 	inMessage inputKind = iota + 1
-	inTimer
+	inTick
 	inAnswer
 	inStart
 	inWait
@@ -27,12 +28,17 @@ const (
 	inStop
 )
 
+// input is one item of a shard's queue. It is kept small: the rare
+// kinds carry their data behind extra.
 type input struct {
 	kind   inputKind
 	conv   string
 	msg    *forms.Message
-	timer  TimerEvent
 	ticket uint64
+	extra  *inputExtra
+}
+
+type inputExtra struct {
 	answer decision.Answer
 	start  *startReq
 	wait   chan waitResult
@@ -69,13 +75,23 @@ type shard struct {
 	count     atomic.Int64
 	processed atomic.Uint64
 	queues    []*Queue
+	// timers holds the armed timers of all the shard's conversations,
+	// earliest first; one clock timer (alarm) is set for the earliest.
+	timers   timerHeap
+	alarm    ClockTimer
+	alarmAt  time.Time
+	alarmGen uint64
+	// Reused by decide: a handler does not keep its input event, and a
+	// decider may use its Request only during the call.
+	answerEv DecisionEvent
+	requests []*decision.Request
 }
 
 type conversation struct {
 	id     string
 	prog   *Program
 	h      *Handler
-	timers []convTimer
+	timers []*shardTimer
 	// A child conversation knows its parent and the session and epoch to
 	// report its end to.
 	parent        *conversation
@@ -87,11 +103,35 @@ type conversation struct {
 	waiters       []chan waitResult
 }
 
-type convTimer struct {
-	name    string
-	session string
-	epoch   uint64
-	timer   ClockTimer
+// shardTimer is an armed timer of a conversation.
+type shardTimer struct {
+	conv  *conversation
+	ev    TimerEvent
+	index int // in the shard's heap
+}
+
+type timerHeap []*shardTimer
+
+func (h timerHeap) Len() int { return len(h) }
+func (h timerHeap) Less(i, j int) bool {
+	return h[i].ev.Deadline.Before(h[j].ev.Deadline)
+}
+func (h timerHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].index, h[j].index = i, j
+}
+func (h *timerHeap) Push(x any) {
+	t := x.(*shardTimer)
+	t.index = len(*h)
+	*h = append(*h, t)
+}
+func (h *timerHeap) Pop() any {
+	old := *h
+	t := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	t.index = -1
+	return t
 }
 
 func (s *shard) push(in input) {
@@ -135,10 +175,10 @@ func (s *shard) run() {
 }
 
 func (s *shard) stop() {
+	if s.alarm != nil {
+		s.alarm.Stop()
+	}
 	for _, c := range s.convs {
-		for _, t := range c.timers {
-			t.timer.Stop()
-		}
 		for _, w := range c.waiters {
 			w <- waitResult{err: ErrClosed}
 		}
@@ -153,7 +193,10 @@ func (s *shard) stop() {
 
 // reject answers an input's caller, if it waits, with err.
 func (s *shard) reject(in *input, err error) {
-	switch {
+	if in.extra == nil {
+		return
+	}
+	switch in := in.extra; {
 	case in.start != nil:
 		in.start.done <- err
 	case in.wait != nil:
@@ -182,26 +225,26 @@ func (s *shard) handle(in *input) {
 	now := m.clock.Now()
 	switch in.kind {
 	case inFlush:
-		in.flush()
+		in.extra.flush()
 	case inSweep:
 		s.sweep(now)
 	case inStart:
-		err := s.start(in.conv, in.start, now)
-		in.start.done <- err
+		err := s.start(in.conv, in.extra.start, now)
+		in.extra.start.done <- err
 	case inWait:
 		c := s.convs[in.conv]
 		switch {
 		case c == nil:
-			in.wait <- waitResult{err: fmt.Errorf("%w: %q", ErrNoConversation, in.conv)}
+			in.extra.wait <- waitResult{err: fmt.Errorf("%w: %q", ErrNoConversation, in.conv)}
 		case c.h.Done():
-			in.wait <- waitResult{outcome: c.outcome}
+			in.extra.wait <- waitResult{outcome: c.outcome}
 		default:
-			c.waiters = append(c.waiters, in.wait)
+			c.waiters = append(c.waiters, in.extra.wait)
 		}
 	case inStatus:
 		c := s.convs[in.conv]
 		if c == nil {
-			in.status <- statusResult{err: fmt.Errorf("%w: %q", ErrNoConversation, in.conv)}
+			in.extra.status <- statusResult{err: fmt.Errorf("%w: %q", ErrNoConversation, in.conv)}
 			return
 		}
 		st := Status{Conversation: c.id, Policy: c.prog.policy.Name, Role: c.prog.role, Done: c.h.Done(), Outcome: c.outcome, States: map[string]string{}}
@@ -212,22 +255,15 @@ func (s *shard) handle(in *input) {
 		} else {
 			st.States[""] = c.h.State("")
 		}
-		in.status <- statusResult{status: st}
-	case inTimer:
-		c := s.convs[in.conv]
-		if c == nil {
-			return
-		}
-		c.forgetTimer(in.timer.Name, in.timer.Session, in.timer.Epoch, false)
-		ev := in.timer
-		ev.At = now
-		s.process(c, &ev, now)
+		in.extra.status <- statusResult{status: st}
+	case inTick:
+		s.fire(in.ticket, now)
 	case inAnswer:
 		c := s.convs[in.conv]
 		if c == nil {
 			return
 		}
-		s.process(c, &DecisionEvent{At: now, Ticket: in.ticket, Answer: in.answer}, now)
+		s.process(c, &DecisionEvent{At: now, Ticket: in.ticket, Answer: in.extra.answer}, now)
 	case inMessage:
 		s.message(in.msg, now)
 	}
@@ -287,9 +323,14 @@ func (s *shard) message(msg *forms.Message, now time.Time) {
 // the message and, if configured, answers it with not-understood.
 func (s *shard) accept(msg *forms.Message, now time.Time) *conversation {
 	m := s.m
-	m.mu.RLock()
-	prog := m.responders[msg.Protocol]
-	m.mu.RUnlock()
+	m.mu.Lock()
+	prog := m.agreed[msg.ConversationID]
+	if prog != nil {
+		delete(m.agreed, msg.ConversationID)
+	} else {
+		prog = m.responders[msg.Protocol]
+	}
+	m.mu.Unlock()
 	if prog == nil || s.isChild(msg.ConversationID) || !prog.opens(msg) {
 		reason := fmt.Sprintf("%s from %q is for conversation %q, which %s does not know", msg.Performative, msg.Sender, msg.ConversationID, m.self)
 		switch {
@@ -372,7 +413,8 @@ func (s *shard) process(c *conversation, ev Event, now time.Time) {
 // ends are reported.
 func (s *shard) dispatch(c *conversation, q *Queue, now time.Time) {
 	m := s.m
-	var decisions []*DecisionEvent
+	var stack [2]pendingDecision
+	decisions := stack[:0]
 	for _, ev := range q.Events() {
 		if me, ok := ev.(*MessageEvent); ok {
 			// The queue reuses its messages: send and show a copy.
@@ -389,8 +431,7 @@ func (s *shard) dispatch(c *conversation, q *Queue, now time.Time) {
 		case *TimerEvent:
 			s.timer(c, e, now)
 		case *DecisionEvent:
-			d := *e
-			decisions = append(decisions, &d)
+			decisions = append(decisions, pendingDecision{ticket: e.Ticket, req: e.Request})
 		case *LoadCPEvent:
 			s.startChild(c, e, now)
 		case *CPDoneEvent:
@@ -405,8 +446,8 @@ func (s *shard) dispatch(c *conversation, q *Queue, now time.Time) {
 			}
 		}
 	}
-	for _, d := range decisions {
-		s.decide(c, d, now)
+	for i := range decisions {
+		s.decide(c, &decisions[i], now)
 	}
 }
 
@@ -444,80 +485,156 @@ func (s *shard) record(c *conversation, at time.Time, msg *forms.Message) {
 }
 
 func (s *shard) timer(c *conversation, e *TimerEvent, now time.Time) {
-	m := s.m
 	switch e.Op {
 	case TimerSet:
-		ev := *e
-		id := c.id
-		t := m.clock.AfterFunc(e.Deadline.Sub(now), func() {
-			if !m.closed.Load() {
-				s.push(input{kind: inTimer, conv: id, timer: ev})
-			}
-		})
-		c.timers = append(c.timers, convTimer{name: e.Name, session: e.Session, epoch: e.Epoch, timer: t})
+		t := &shardTimer{conv: c, ev: *e}
+		heap.Push(&s.timers, t)
+		c.timers = append(c.timers, t)
+		if t.index == 0 {
+			s.rearm(now)
+		}
 	case TimerCancel:
-		c.forgetTimer(e.Name, e.Session, e.Epoch, true)
-	}
-}
-
-// forgetTimer drops a timer from c's list, stopping it if stop is set.
-func (c *conversation) forgetTimer(name, session string, epoch uint64, stop bool) {
-	for i, t := range c.timers {
-		if t.name == name && t.session == session && t.epoch == epoch {
-			if stop {
-				t.timer.Stop()
+		for i, t := range c.timers {
+			if t.ev.Name == e.Name && t.ev.Session == e.Session && t.ev.Epoch == e.Epoch {
+				s.unschedule(c, i)
+				return
 			}
-			c.timers[i] = c.timers[len(c.timers)-1]
-			c.timers = c.timers[:len(c.timers)-1]
-			return
 		}
 	}
 }
 
+// unschedule removes timer i of c. The alarm stays: when it goes off early
+// it finds nothing due and is set again.
+func (s *shard) unschedule(c *conversation, i int) {
+	t := c.timers[i]
+	if t.index >= 0 {
+		heap.Remove(&s.timers, t.index)
+	}
+	c.timers[i] = c.timers[len(c.timers)-1]
+	c.timers[len(c.timers)-1] = nil
+	c.timers = c.timers[:len(c.timers)-1]
+}
+
+// rearm sets the shard's alarm for its earliest timer, unless it is
+// already set for then.
+func (s *shard) rearm(now time.Time) {
+	if len(s.timers) == 0 {
+		return
+	}
+	at := s.timers[0].ev.Deadline
+	if s.alarm != nil && s.alarmAt.Equal(at) {
+		return
+	}
+	if s.alarm != nil {
+		s.alarm.Stop()
+	}
+	m := s.m
+	s.alarmAt = at
+	s.alarmGen++
+	gen := s.alarmGen
+	s.alarm = m.clock.AfterFunc(at.Sub(now), func() {
+		if !m.closed.Load() {
+			s.push(input{kind: inTick, ticket: gen})
+		}
+	})
+}
+
+// fire processes every timer due by now, in deadline order, each at its
+// deadline, then sets the alarm for the next. gen identifies the alarm
+// that went off: if it is the current one, it is spent.
+func (s *shard) fire(gen uint64, now time.Time) {
+	if gen == s.alarmGen {
+		s.alarm = nil
+	}
+	for len(s.timers) > 0 && !s.timers[0].ev.Deadline.After(now) {
+		t := heap.Pop(&s.timers).(*shardTimer)
+		c := t.conv
+		for i, ct := range c.timers {
+			if ct == t {
+				s.unschedule(c, i)
+				break
+			}
+		}
+		ev := t.ev
+		ev.At = ev.Deadline
+		s.process(c, &ev, now)
+	}
+	s.rearm(now)
+}
+
+// pendingDecision is a decision a handler asked for, copied out of the
+// queue (which the decision's own processing reuses).
+type pendingDecision struct {
+	ticket uint64
+	req    decision.Request
+}
+
 // decide asks decision logic: the decider, then the policy's decide
 // expressions, then the application through WithAsyncDecisions.
-func (s *shard) decide(c *conversation, d *DecisionEvent, now time.Time) {
+func (s *shard) decide(c *conversation, d *pendingDecision, now time.Time) {
 	m := s.m
 	if c.h.Done() {
 		return
 	}
-	req := d.Request
+	req := s.request()
+	defer s.releaseRequest(req)
+	*req = d.req
 	var (
 		a   decision.Answer
 		err = decision.ErrNoDecision
 	)
 	if m.decider != nil {
-		a, err = m.decider.Decide(m.ctx, &req)
+		a, err = m.decider.Decide(m.ctx, req)
+	}
+	if errors.Is(err, decision.ErrNoDecision) && m.setup != nil && c.prog.policy == m.setup {
+		a, err = m.setupDecision(req)
 	}
 	if errors.Is(err, decision.ErrNoDecision) {
 		m.mu.RLock()
 		bound := m.bound[c.prog.policy.Name]
 		m.mu.RUnlock()
 		if bound != nil {
-			a, err = bound.Decide(m.ctx, &req)
+			a, err = bound.Decide(m.ctx, req)
 		}
 	}
 	if errors.Is(err, decision.ErrNoDecision) && m.async != nil {
-		m.async(DecisionRequest{Conversation: c.id, Ticket: d.Ticket, Request: req})
+		m.async(DecisionRequest{Conversation: c.id, Ticket: d.ticket, Request: *req})
 		return
 	}
 	if err != nil {
-		if !errors.Is(err, decision.ErrNoDecision) || len(req.Choices) > 0 && !optional(c, d) {
+		if !errors.Is(err, decision.ErrNoDecision) || len(req.Choices) > 0 && !optional(c, req.Point) {
 			s.log(c, slog.LevelError, "decision failed", "point", req.Point, "error", err)
 			if m.observer != nil {
-				m.observer(Observation{Agent: m.self, Conversation: c.id, Policy: c.prog.policy.Name, Role: c.prog.role, Event: d, Err: err})
+				m.observer(Observation{Agent: m.self, Conversation: c.id, Policy: c.prog.policy.Name, Role: c.prog.role, Event: &DecisionEvent{At: now, Ticket: d.ticket, Request: *req}, Err: err})
 			}
 		}
 		return
 	}
-	s.process(c, &DecisionEvent{At: now, Ticket: d.Ticket, Answer: a}, now)
+	ev := &s.answerEv
+	*ev = DecisionEvent{At: now, Ticket: d.ticket, Answer: a}
+	s.process(c, ev, now)
+}
+
+// request returns a Request to hand to deciders, reused once they return.
+func (s *shard) request() *decision.Request {
+	if n := len(s.requests); n > 0 {
+		r := s.requests[n-1]
+		s.requests = s.requests[:n-1]
+		return r
+	}
+	return new(decision.Request)
+}
+
+func (s *shard) releaseRequest(r *decision.Request) {
+	*r = decision.Request{}
+	s.requests = append(s.requests, r)
 }
 
 // optional reports whether a decision point also waits for a peer, so
 // leaving it undecided is fine (the cancel a Request initiator may send
 // while waiting for a reply).
-func optional(c *conversation, d *DecisionEvent) bool {
-	st, ok := c.prog.stateIndex[d.Request.Point]
+func optional(c *conversation, point string) bool {
+	st, ok := c.prog.stateIndex[point]
 	return ok && len(c.prog.states[st].recvs) > 0
 }
 
@@ -556,10 +673,9 @@ func (s *shard) startChild(c *conversation, e *LoadCPEvent, now time.Time) {
 // ended records a conversation's end and reports a child's to its parent.
 func (s *shard) ended(c *conversation, e *CPDoneEvent, now time.Time) {
 	c.outcome, c.endedAt = e.Outcome, now
-	for _, t := range c.timers {
-		t.timer.Stop()
+	for len(c.timers) > 0 {
+		s.unschedule(c, len(c.timers)-1)
 	}
-	c.timers = nil
 	for _, w := range c.waiters {
 		w <- waitResult{outcome: e.Outcome}
 	}

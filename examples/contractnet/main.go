@@ -85,7 +85,7 @@ func run(ctx context.Context, out, journal io.Writer, cfg config) error {
 	bus := engine.NewBus()
 	dir := engine.NewDirectory()
 	j := trace.NewWriter(journal)
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	quiet := slog.New(slog.DiscardHandler)
 	start := time.Now()
 	var (
 		mu  sync.Mutex

@@ -53,7 +53,7 @@ func run(ctx context.Context, out, journal io.Writer) error {
 	}
 	bus := engine.NewBus()
 	j := trace.NewWriter(journal)
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	quiet := slog.New(slog.DiscardHandler)
 	var mu sync.Mutex
 	print := func(o engine.Observation) {
 		if me, ok := o.Event.(*engine.MessageEvent); ok && !o.Input {

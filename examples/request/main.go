@@ -52,7 +52,7 @@ func run(ctx context.Context, out, journal io.Writer) error {
 	}
 	bus := engine.NewBus()
 	j := trace.NewWriter(journal)
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	quiet := slog.New(slog.DiscardHandler)
 	start := time.Now()
 	print := func(o engine.Observation) {
 		if me, ok := o.Event.(*engine.MessageEvent); ok && !o.Input {
