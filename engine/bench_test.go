@@ -142,7 +142,6 @@ func BenchmarkRequestConversation(b *testing.B) {
 	}
 }
 
-
 // BenchmarkLiveHandlerBytes keeps 100,000 FIPA Request initiators alive,
 // each waiting for the reply to its request, and reports the heap bytes
 // each one holds (handler, sessions, timers' deadlines, the last message's
