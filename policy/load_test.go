@@ -487,6 +487,23 @@ func TestLoadXML(t *testing.T) {
 			want:      []string{`test.xml:15:1: error: a second root element <policy>: a CP-XML file holds one <policy> element [CP001]`},
 		},
 		{
+			name: "an element inside an expression",
+			src:  strings.Replace(minimalXML, "content.amount &gt; 0</guard>", "content.amount <b/> &gt; 0</guard>", 1),
+			want: []string{`test.xml:10:29: error: <guard> cannot hold elements such as <b>; write markup in expressions and docs as &lt; or in CDATA [CP002]`},
+		},
+		{
+			name: "a doc given twice",
+			src:  strings.Replace(minimalXML, `<role name="B"/>`, `<role name="B"><doc>b</doc><doc>again</doc></role>`, 1),
+			want: []string{`test.xml:4:30: error: <doc> is given twice in <role> [CP005]`},
+		},
+		{
+			name: "an element inside an attribute-only element",
+			src:  strings.Replace(minimalXML, `<guard>content.amount &gt; 0</guard>`, `<guard>content.amount &gt; 0</guard><set var="x">1<x/></set>`, 1),
+			want: []string{
+				`test.xml:10:57: error: <set> cannot hold elements such as <x>; write markup in expressions and docs as &lt; or in CDATA [CP002]`,
+			},
+		},
+		{
 			name:      "another root element",
 			src:       `<protocol name="tiny"/>`,
 			nilPolicy: true,

@@ -200,6 +200,7 @@ func isXMLSpace(b byte) bool { return b == ' ' || b == '\t' || b == '\n' || b ==
 // textExpr reads e's text as an expression, positioned at its first
 // non-blank character (inside CDATA if that is how it is written).
 func (l *xmlLoader) textExpr(e *etree.Element, what string) *Expr {
+	l.leaf(e)
 	text := e.Text()
 	src := strings.TrimSpace(text)
 	if src == "" {
@@ -289,20 +290,43 @@ func (l *xmlLoader) durationAttr(e *etree.Element, attrs map[string]string, name
 	return dur
 }
 
-// children dispatches e's child elements by tag, reporting unknown ones
-// and stray text.
+// singleTags are the child elements that may appear at most once in
+// their parent.
+var singleTags = []string{"doc", "match", "decide", "child"}
+
+// children dispatches e's child elements by tag, reporting unknown ones,
+// repeated ones that may appear once, and stray text.
 func (l *xmlLoader) children(e *etree.Element, allowed []string, fn func(c *etree.Element)) {
 	for _, tok := range e.Child {
 		if cd, ok := tok.(*etree.CharData); ok && !cd.IsWhitespace() {
 			l.d.errorf(CodeInvalidValue, l.pos(e), "<%s> holds text %q outside any element", e.Tag, clip(strings.TrimSpace(cd.Data)))
 		}
 	}
+	var seen map[string]*etree.Element
 	for _, c := range e.ChildElements() {
 		if !contains(allowed, c.Tag) {
 			l.d.errorf(CodeUnknownField, l.pos(c), "unknown element <%s> in <%s>%s", c.Tag, e.Tag, didYouMean(c.Tag, allowed))
 			continue
 		}
+		if contains(singleTags, c.Tag) {
+			if first, dup := seen[c.Tag]; dup {
+				l.d.errorf(CodeDuplicate, l.pos(c), "<%s> is given twice in <%s>", c.Tag, e.Tag).related(l.pos(first), "first given here")
+				continue
+			}
+			if seen == nil {
+				seen = map[string]*etree.Element{}
+			}
+			seen[c.Tag] = c
+		}
 		fn(c)
+	}
+}
+
+// leaf reports child elements of an element that holds only text (or
+// nothing): an expression, a doc, an attribute-only element.
+func (l *xmlLoader) leaf(e *etree.Element) {
+	for _, c := range e.ChildElements() {
+		l.d.errorf(CodeUnknownField, l.pos(c), "<%s> cannot hold elements such as <%s>; write markup in expressions and docs as &lt; or in CDATA", e.Tag, c.Tag)
 	}
 }
 
@@ -314,7 +338,8 @@ func clip(s string) string {
 }
 
 // docText reads a <doc> element, without the indentation a writer added.
-func docText(e *etree.Element) string {
+func (l *xmlLoader) docText(e *etree.Element) string {
+	l.leaf(e)
 	return dedent(e.Text())
 }
 
@@ -367,11 +392,11 @@ func (l *xmlLoader) policy(root *etree.Element) *Policy {
 	l.children(root, policyChildren, func(c *etree.Element) {
 		switch c.Tag {
 		case "doc":
-			p.Doc = docText(c)
+			p.Doc = l.docText(c)
 		case "role":
 			a := l.attrs(c, []string{"name", "many"}, []string{"name"})
 			r := &Role{Name: a["name"], Pos: l.attrPos(c, "name"), Many: l.boolAttr(c, a, "many")}
-			l.children(c, []string{"doc"}, func(d *etree.Element) { r.Doc = docText(d) })
+			l.children(c, []string{"doc"}, func(d *etree.Element) { r.Doc = l.docText(d) })
 			p.Roles = append(p.Roles, r)
 		case "message":
 			p.Messages = append(p.Messages, l.message(c))
@@ -405,7 +430,7 @@ func (l *xmlLoader) message(e *etree.Element) *MessageType {
 	l.children(e, []string{"doc", "field", "match"}, func(c *etree.Element) {
 		switch c.Tag {
 		case "doc":
-			m.Doc = docText(c)
+			m.Doc = l.docText(c)
 		case "field":
 			m.Fields = append(m.Fields, l.field(c))
 		case "match":
@@ -451,7 +476,7 @@ func (l *xmlLoader) timer(e *etree.Element) *Timer {
 			t.Deadline = r
 		}
 	}
-	l.children(e, []string{"doc"}, func(d *etree.Element) { t.Doc = docText(d) })
+	l.children(e, []string{"doc"}, func(d *etree.Element) { t.Doc = l.docText(d) })
 	if len(l.d.list) == before {
 		// A bad after or deadline is reported already.
 		l.d.checkTimerShape(t, fmt.Sprintf("timer %q", t.Name))
@@ -466,9 +491,10 @@ func (l *xmlLoader) commitment(e *etree.Element) *Commitment {
 	c.Expires, c.Deadline = l.ref(e, a, "expires"), l.ref(e, a, "deadline")
 	l.children(e, []string{"doc", "create", "detach", "discharge", "cancel", "release"}, func(op *etree.Element) {
 		if op.Tag == "doc" {
-			c.Doc = docText(op)
+			c.Doc = l.docText(op)
 			return
 		}
+		l.children(op, nil, nil)
 		oa := l.attrs(op, []string{"message"}, []string{"message"})
 		r := l.ref(op, oa, "message")
 		if r.IsZero() {
@@ -499,8 +525,9 @@ func (l *xmlLoader) state(e *etree.Element) *State {
 	l.children(e, stateChildren, func(c *etree.Element) {
 		switch c.Tag {
 		case "doc":
-			s.Doc = docText(c)
+			s.Doc = l.docText(c)
 		case "arm":
+			l.children(c, nil, nil)
 			ca := l.attrs(c, []string{"timer"}, []string{"timer"})
 			if r := l.ref(c, ca, "timer"); !r.IsZero() {
 				s.Arm = append(s.Arm, r)
@@ -547,6 +574,7 @@ func (l *xmlLoader) child(e *etree.Element) *ChildRef {
 	a := l.attrs(e, []string{"policy"}, []string{"policy"})
 	c := &ChildRef{Policy: l.ref(e, a, "policy"), Pos: l.pos(e)}
 	l.children(e, []string{"bind"}, func(b *etree.Element) {
+		l.children(b, nil, nil)
 		ba := l.attrs(b, []string{"role", "to"}, []string{"role", "to"})
 		c.Bindings = append(c.Bindings, &RoleBinding{Child: ba["role"], Parent: l.ref(b, ba, "to"), Pos: l.attrPos(b, "role")})
 	})
@@ -577,7 +605,7 @@ func (l *xmlLoader) transition(e *etree.Element) *Transition {
 	l.children(e, []string{"doc", "guard", "set"}, func(c *etree.Element) {
 		switch c.Tag {
 		case "doc":
-			t.Doc = docText(c)
+			t.Doc = l.docText(c)
 		case "guard":
 			t.Guard = l.textExpr(c, "guard")
 		case "set":
