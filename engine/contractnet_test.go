@@ -20,7 +20,7 @@ func cnCalled() []step {
 		{do: start(), want: `
 			alice: decide start [cfp]`},
 		{do: sayBy("alice", "cfp", content{"task": "deliver"}, time.Minute), want: `
-			alice: send cfp alice->bob,carol,dave rw=c1#1 by=+1m0s {"task":"deliver"}
+			alice: send cfp alice->bob,carol,dave rw=c1/alice#1 by=+1m0s {"task":"deliver"}
 			alice: timer set proposals/bob +1m0s
 			alice: decide solicited [cancel] peer=bob
 			alice: timer set proposals/carol +1m0s
@@ -41,7 +41,7 @@ func cnCalled() []step {
 func cnProposed() []step {
 	return then(cnCalled(),
 		step{at: time.Second, do: sayBy("bob", "propose", content{"price": 10}, 2*time.Minute), want: `
-			bob: send propose bob->alice rw=c1#1 irt=c1#1 by=+2m0s {"price":10}
+			bob: send propose bob->alice rw=c1/bob#1 irt=c1/alice#1 by=+2m0s {"price":10}
 			bob: commitment task created bob->alice (propose)
 			bob: timer set commitment:task +2m0s
 			bob: timer cancel proposals
@@ -51,7 +51,7 @@ func cnProposed() []step {
 			alice: timer cancel proposals/bob
 			alice: timer set award/bob +2m0s`},
 		step{at: 2 * time.Second, do: sayBy("carol", "propose", content{"price": 12}, 2*time.Minute), want: `
-			carol: send propose carol->alice rw=c1#1 irt=c1#1 by=+2m0s {"price":12}
+			carol: send propose carol->alice rw=c1/carol#1 irt=c1/alice#1 by=+2m0s {"price":12}
 			carol: commitment task created carol->alice (propose)
 			carol: timer set commitment:task +2m0s
 			carol: timer cancel proposals
@@ -61,7 +61,7 @@ func cnProposed() []step {
 			alice: timer cancel proposals/carol
 			alice: timer set award/carol +2m0s`},
 		step{at: 3 * time.Second, do: say("dave", "refuse", content{"reason": "busy"}), want: `
-			dave: send refuse dave->alice rw=c1#1 irt=c1#1 {"reason":"busy"}
+			dave: send refuse dave->alice rw=c1/dave#1 irt=c1/alice#1 {"reason":"busy"}
 			dave: timer cancel proposals
 			dave: done refused
 			alice: timer cancel proposals/dave
@@ -73,14 +73,14 @@ func cnProposed() []step {
 func cnAwarded() []step {
 	return then(cnProposed(),
 		step{at: 4 * time.Second, do: join("alice", map[string]string{"bob": "accept-proposal", "carol": "reject-proposal"}), want: `
-			alice: send accept-proposal alice->bob rw=c1#2 irt=c1#1
+			alice: send accept-proposal alice->bob rw=c1/alice#2 irt=c1/bob#1
 			alice: timer cancel commitment:task/bob
 			alice: commitment task/bob detached bob->alice (accept-proposal)
 			alice: timer set commitment:task/bob +5m4s
 			alice: timer cancel award/bob
 			alice: timer set result/bob +5m4s
 			alice: decide awarded [cancel] peer=bob {"price":10}
-			alice: send reject-proposal alice->carol rw=c1#3 irt=c1#1
+			alice: send reject-proposal alice->carol rw=c1/alice#3 irt=c1/carol#1
 			alice: timer cancel commitment:task/carol
 			alice: commitment task/carol released carol->alice (reject-proposal)
 			alice: timer cancel award/carol
@@ -104,7 +104,7 @@ func TestContractNetConversations(t *testing.T) {
 	}{
 		{name: "propose refuse not-understood", steps: then(cnCalled(),
 			step{at: time.Second, do: sayBy("bob", "propose", content{"price": 10}, 2*time.Minute), want: `
-				bob: send propose bob->alice rw=c1#1 irt=c1#1 by=+2m0s {"price":10}
+				bob: send propose bob->alice rw=c1/bob#1 irt=c1/alice#1 by=+2m0s {"price":10}
 				bob: commitment task created bob->alice (propose)
 				bob: timer set commitment:task +2m0s
 				bob: timer cancel proposals
@@ -114,18 +114,18 @@ func TestContractNetConversations(t *testing.T) {
 				alice: timer cancel proposals/bob
 				alice: timer set award/bob +2m0s`},
 			step{at: 2 * time.Second, do: say("carol", "refuse", content{"reason": "busy"}), want: `
-				carol: send refuse carol->alice rw=c1#1 irt=c1#1 {"reason":"busy"}
+				carol: send refuse carol->alice rw=c1/carol#1 irt=c1/alice#1 {"reason":"busy"}
 				carol: timer cancel proposals
 				carol: done refused
 				alice: timer cancel proposals/carol`},
 			step{at: 3 * time.Second, do: say("dave", "not-understood", nil), want: `
-				dave: send not-understood dave->alice rw=c1#1 irt=c1#1
+				dave: send not-understood dave->alice rw=c1/dave#1 irt=c1/alice#1
 				dave: timer cancel proposals
 				dave: done not-understood
 				alice: timer cancel proposals/dave
 				alice: decide proposed join(bob={"price":10}) [accept-proposal reject-proposal cancel]`},
 			step{at: 4 * time.Second, do: join("alice", map[string]string{"bob": "accept-proposal"}), want: `
-				alice: send accept-proposal alice->bob rw=c1#2 irt=c1#1
+				alice: send accept-proposal alice->bob rw=c1/alice#2 irt=c1/bob#1
 				alice: timer cancel commitment:task/bob
 				alice: commitment task/bob detached bob->alice (accept-proposal)
 				alice: timer set commitment:task/bob +5m4s
@@ -139,7 +139,7 @@ func TestContractNetConversations(t *testing.T) {
 				bob: timer set result +5m4s
 				bob: decide awarded [inform-done inform-result failure]`},
 			step{at: 5 * time.Second, do: say("bob", "inform-done", content{"done": true}), want: `
-				bob: send inform bob->alice rw=c1#2 irt=c1#2 {"done":true}
+				bob: send inform bob->alice rw=c1/bob#2 irt=c1/alice#2 {"done":true}
 				bob: timer cancel commitment:task
 				bob: commitment task discharged bob->alice (inform-done)
 				bob: timer cancel result
@@ -151,7 +151,7 @@ func TestContractNetConversations(t *testing.T) {
 		)},
 		{name: "accepted reports inform-result", steps: then(cnAwarded(),
 			step{at: 10 * time.Second, do: say("bob", "inform-result", content{"result": "delivered at 10:00"}), want: `
-				bob: send inform bob->alice rw=c1#2 irt=c1#2 {"result":"delivered at 10:00"}
+				bob: send inform bob->alice rw=c1/bob#2 irt=c1/alice#2 {"result":"delivered at 10:00"}
 				bob: timer cancel commitment:task
 				bob: commitment task discharged bob->alice (inform-result)
 				bob: timer cancel result
@@ -163,7 +163,7 @@ func TestContractNetConversations(t *testing.T) {
 		)},
 		{name: "accepted reports failure", steps: then(cnAwarded(),
 			step{at: 10 * time.Second, do: say("bob", "failure", content{"reason": "flat tyre"}), want: `
-				bob: send failure bob->alice rw=c1#2 irt=c1#2 {"reason":"flat tyre"}
+				bob: send failure bob->alice rw=c1/bob#2 irt=c1/alice#2 {"reason":"flat tyre"}
 				bob: timer cancel commitment:task
 				bob: commitment task violated bob->alice (failure)
 				bob: timer cancel result
@@ -175,7 +175,7 @@ func TestContractNetConversations(t *testing.T) {
 		)},
 		{name: "silent participant until the deadline", steps: then(cnCalled(),
 			step{at: time.Second, do: sayBy("bob", "propose", content{"price": 10}, 3*time.Minute), want: `
-				bob: send propose bob->alice rw=c1#1 irt=c1#1 by=+3m0s {"price":10}
+				bob: send propose bob->alice rw=c1/bob#1 irt=c1/alice#1 by=+3m0s {"price":10}
 				bob: commitment task created bob->alice (propose)
 				bob: timer set commitment:task +3m0s
 				bob: timer cancel proposals
@@ -185,7 +185,7 @@ func TestContractNetConversations(t *testing.T) {
 				alice: timer cancel proposals/bob
 				alice: timer set award/bob +3m0s`},
 			step{at: 2 * time.Second, do: say("carol", "refuse", nil), want: `
-				carol: send refuse carol->alice rw=c1#1 irt=c1#1
+				carol: send refuse carol->alice rw=c1/carol#1 irt=c1/alice#1
 				carol: timer cancel proposals
 				carol: done refused
 				alice: timer cancel proposals/carol`},
@@ -196,7 +196,7 @@ func TestContractNetConversations(t *testing.T) {
 				alice: timer cancel proposals/dave
 				alice: decide proposed join(bob={"price":10}) [accept-proposal reject-proposal cancel]`},
 			step{at: time.Minute + time.Second, do: join("alice", map[string]string{"bob": "accept-proposal"}), want: `
-				alice: send accept-proposal alice->bob rw=c1#2 irt=c1#1
+				alice: send accept-proposal alice->bob rw=c1/alice#2 irt=c1/bob#1
 				alice: timer cancel commitment:task/bob
 				alice: commitment task/bob detached bob->alice (accept-proposal)
 				alice: timer set commitment:task/bob +6m1s
@@ -210,7 +210,7 @@ func TestContractNetConversations(t *testing.T) {
 				bob: timer set result +6m1s
 				bob: decide awarded [inform-done inform-result failure]`},
 			step{at: 2 * time.Minute, do: say("bob", "inform-done", nil), want: `
-				bob: send inform bob->alice rw=c1#2 irt=c1#2
+				bob: send inform bob->alice rw=c1/bob#2 irt=c1/alice#2
 				bob: timer cancel commitment:task
 				bob: commitment task discharged bob->alice (inform-done)
 				bob: timer cancel result
@@ -222,7 +222,7 @@ func TestContractNetConversations(t *testing.T) {
 		)},
 		{name: "all propose, one accepted", steps: then(cnCalled(),
 			step{at: time.Second, do: say("bob", "propose", content{"price": 10}), want: `
-				bob: send propose bob->alice rw=c1#1 irt=c1#1 {"price":10}
+				bob: send propose bob->alice rw=c1/bob#1 irt=c1/alice#1 {"price":10}
 				bob: commitment task created bob->alice (propose)
 				bob: timer set commitment:task +2m1s
 				bob: timer cancel proposals
@@ -232,7 +232,7 @@ func TestContractNetConversations(t *testing.T) {
 				alice: timer cancel proposals/bob
 				alice: timer set award/bob +2m1s`},
 			step{at: 2 * time.Second, do: say("carol", "propose", content{"price": 9}), want: `
-				carol: send propose carol->alice rw=c1#1 irt=c1#1 {"price":9}
+				carol: send propose carol->alice rw=c1/carol#1 irt=c1/alice#1 {"price":9}
 				carol: commitment task created carol->alice (propose)
 				carol: timer set commitment:task +2m2s
 				carol: timer cancel proposals
@@ -242,7 +242,7 @@ func TestContractNetConversations(t *testing.T) {
 				alice: timer cancel proposals/carol
 				alice: timer set award/carol +2m2s`},
 			step{at: 3 * time.Second, do: say("dave", "propose", content{"price": 11}), want: `
-				dave: send propose dave->alice rw=c1#1 irt=c1#1 {"price":11}
+				dave: send propose dave->alice rw=c1/dave#1 irt=c1/alice#1 {"price":11}
 				dave: commitment task created dave->alice (propose)
 				dave: timer set commitment:task +2m3s
 				dave: timer cancel proposals
@@ -253,18 +253,18 @@ func TestContractNetConversations(t *testing.T) {
 				alice: timer set award/dave +2m3s
 				alice: decide proposed join(bob={"price":10} carol={"price":9} dave={"price":11}) [accept-proposal reject-proposal cancel]`},
 			step{at: 4 * time.Second, do: join("alice", map[string]string{"bob": "reject-proposal", "carol": "accept-proposal", "dave": "reject-proposal"}), want: `
-				alice: send reject-proposal alice->bob rw=c1#2 irt=c1#1
+				alice: send reject-proposal alice->bob rw=c1/alice#2 irt=c1/bob#1
 				alice: timer cancel commitment:task/bob
 				alice: commitment task/bob released bob->alice (reject-proposal)
 				alice: timer cancel award/bob
-				alice: send accept-proposal alice->carol rw=c1#3 irt=c1#1
+				alice: send accept-proposal alice->carol rw=c1/alice#3 irt=c1/carol#1
 				alice: timer cancel commitment:task/carol
 				alice: commitment task/carol detached carol->alice (accept-proposal)
 				alice: timer set commitment:task/carol +5m4s
 				alice: timer cancel award/carol
 				alice: timer set result/carol +5m4s
 				alice: decide awarded [cancel] peer=carol {"price":9}
-				alice: send reject-proposal alice->dave rw=c1#4 irt=c1#1
+				alice: send reject-proposal alice->dave rw=c1/alice#4 irt=c1/dave#1
 				alice: timer cancel commitment:task/dave
 				alice: commitment task/dave released dave->alice (reject-proposal)
 				alice: timer cancel award/dave
@@ -283,7 +283,7 @@ func TestContractNetConversations(t *testing.T) {
 				dave: timer cancel award
 				dave: done rejected`},
 			step{at: 5 * time.Second, do: say("carol", "inform-done", content{"done": true}), want: `
-				carol: send inform carol->alice rw=c1#2 irt=c1#3 {"done":true}
+				carol: send inform carol->alice rw=c1/carol#2 irt=c1/alice#3 {"done":true}
 				carol: timer cancel commitment:task
 				carol: commitment task discharged carol->alice (inform-done)
 				carol: timer cancel result
@@ -295,7 +295,7 @@ func TestContractNetConversations(t *testing.T) {
 		)},
 		{name: "a session waits while the others are decided", steps: then(cnProposed(),
 			step{at: 4 * time.Second, do: join("alice", map[string]string{"bob": "", "carol": "reject-proposal"}), want: `
-				alice: send reject-proposal alice->carol rw=c1#2 irt=c1#1
+				alice: send reject-proposal alice->carol rw=c1/alice#2 irt=c1/carol#1
 				alice: timer cancel commitment:task/carol
 				alice: commitment task/carol released carol->alice (reject-proposal)
 				alice: timer cancel award/carol
@@ -304,7 +304,7 @@ func TestContractNetConversations(t *testing.T) {
 				carol: timer cancel award
 				carol: done rejected`},
 			step{at: 5 * time.Second, do: answer("alice", "join", decision.Answer{Sessions: map[string]decision.SessionAnswer{"bob": {Choice: "accept-proposal"}}}), want: `
-				alice: send accept-proposal alice->bob rw=c1#3 irt=c1#1
+				alice: send accept-proposal alice->bob rw=c1/alice#3 irt=c1/bob#1
 				alice: timer cancel commitment:task/bob
 				alice: commitment task/bob detached bob->alice (accept-proposal)
 				alice: timer set commitment:task/bob +5m5s
@@ -341,26 +341,26 @@ func TestContractNetConversations(t *testing.T) {
 		)},
 		{name: "cancel one participant while soliciting", steps: then(cnCalled(),
 			step{at: time.Second, do: answer("alice", "solicited/carol", decisionChoice("cancel")), want: `
-				alice: send cancel alice->carol rw=c1#2
+				alice: send cancel alice->carol rw=c1/alice#2
 				alice: timer cancel proposals/carol
 				alice: timer set cancel-reply/carol +31s
 				carol: timer cancel proposals
 				carol: timer set cancel-reply +31s
 				carol: decide cancelling [inform-done failure inform-result propose refuse not-understood]`},
 			step{at: 2 * time.Second, do: say("carol", "inform-done", content{"done": true}), want: `
-				carol: send inform carol->alice rw=c1#1 irt=c1#2 {"done":true}
+				carol: send inform carol->alice rw=c1/carol#1 irt=c1/alice#2 {"done":true}
 				carol: timer cancel cancel-reply
 				carol: done cancelled
 				alice: timer cancel cancel-reply/carol`},
 		)},
 		{name: "cancel at the join", steps: then(cnProposed(),
 			step{at: 4 * time.Second, do: join("alice", map[string]string{"bob": "cancel", "carol": "reject-proposal"}), want: `
-				alice: send cancel alice->bob rw=c1#2 irt=c1#1
+				alice: send cancel alice->bob rw=c1/alice#2 irt=c1/bob#1
 				alice: timer cancel commitment:task/bob
 				alice: commitment task/bob released bob->alice (cancel)
 				alice: timer cancel award/bob
 				alice: timer set cancel-reply/bob +34s
-				alice: send reject-proposal alice->carol rw=c1#3 irt=c1#1
+				alice: send reject-proposal alice->carol rw=c1/alice#3 irt=c1/carol#1
 				alice: timer cancel commitment:task/carol
 				alice: commitment task/carol released carol->alice (reject-proposal)
 				alice: timer cancel award/carol
@@ -374,7 +374,7 @@ func TestContractNetConversations(t *testing.T) {
 				carol: timer cancel award
 				carol: done rejected`},
 			step{at: 5 * time.Second, do: say("bob", "inform-done", nil), want: `
-				bob: send inform bob->alice rw=c1#2 irt=c1#2
+				bob: send inform bob->alice rw=c1/bob#2 irt=c1/alice#2
 				bob: timer cancel cancel-reply
 				bob: done cancelled
 				alice: timer cancel cancel-reply/bob
@@ -382,7 +382,7 @@ func TestContractNetConversations(t *testing.T) {
 		)},
 		{name: "cancel after the award fails", steps: then(cnAwarded(),
 			step{at: 10 * time.Second, do: answer("alice", "awarded/bob", decisionChoice("cancel")), want: `
-				alice: send cancel alice->bob rw=c1#4 irt=c1#1
+				alice: send cancel alice->bob rw=c1/alice#4 irt=c1/bob#1
 				alice: timer cancel commitment:task/bob
 				alice: commitment task/bob released bob->alice (cancel)
 				alice: timer cancel result/bob
@@ -393,7 +393,7 @@ func TestContractNetConversations(t *testing.T) {
 				bob: timer set cancel-reply +40s
 				bob: decide cancelling [inform-done failure inform-result propose refuse not-understood]`},
 			step{at: 11 * time.Second, do: say("bob", "failure", content{"reason": "already on the road"}), want: `
-				bob: send failure bob->alice rw=c1#2 irt=c1#4 {"reason":"already on the road"}
+				bob: send failure bob->alice rw=c1/bob#2 irt=c1/alice#4 {"reason":"already on the road"}
 				bob: timer cancel cancel-reply
 				bob: done cancel-failed
 				alice: timer cancel cancel-reply/bob
@@ -427,16 +427,13 @@ func TestContractNetViolations(t *testing.T) {
 	}{
 		{name: "late proposal before the timer", steps: then(cnCalled(),
 			step{at: time.Minute + time.Second, do: say("dave", "propose", content{"price": 1}), want: `
-				dave: send propose dave->alice rw=c1#1 irt=c1#1 {"price":1}
-				dave: commitment task created dave->alice (propose)
-				dave: timer set commitment:task +3m1s
-				dave: timer cancel proposals
-				dave: timer set award +3m1s
+				dave: error PE004 [solicited]: too late to send propose: the deadline 2026-03-01T09:01:00Z of state "solicited" passed at 2026-03-01T09:01:01Z`},
+			step{at: time.Minute + time.Second, do: recv("alice", msg("propose", "dave", "alice", content{"price": 1})), want: `
 				alice: error PE004 [dave@solicited]: propose from "dave" arrived at 2026-03-01T09:01:01Z, after the deadline 2026-03-01T09:01:00Z of state "solicited"`},
 		)},
 		{name: "late proposal before the timer observed", mode: engine.Observe, steps: then(cnCalled(),
 			step{at: time.Minute + time.Second, do: say("dave", "propose", content{"price": 1}), want: `
-				dave: send propose dave->alice rw=c1#1 irt=c1#1 {"price":1}
+				dave: send propose dave->alice rw=c1/dave#1 irt=c1/alice#1 {"price":1}
 				dave: commitment task created dave->alice (propose)
 				dave: timer set commitment:task +3m1s
 				dave: timer cancel proposals
@@ -451,11 +448,8 @@ func TestContractNetViolations(t *testing.T) {
 			step{at: time.Minute, do: fire("alice", "proposals/dave"), want: `
 				alice: timer cancel proposals/dave`},
 			step{at: time.Minute + time.Second, do: say("dave", "propose", content{"price": 1}), want: `
-				dave: send propose dave->alice rw=c1#1 irt=c1#1 {"price":1}
-				dave: commitment task created dave->alice (propose)
-				dave: timer set commitment:task +3m1s
-				dave: timer cancel proposals
-				dave: timer set award +3m1s
+				dave: error PE004 [solicited]: too late to send propose: the deadline 2026-03-01T09:01:00Z of state "solicited" passed at 2026-03-01T09:01:01Z`},
+			step{at: time.Minute + time.Second, do: recv("alice", msg("propose", "dave", "alice", content{"price": 1})), want: `
 				alice: error PE004 [dave@no-bid]: propose from "dave" is late: state "solicited" timed out and the session with dave ended with outcome "no-bid"`},
 		)},
 		{name: "unknown agent proposes", steps: then(cnCalled(),
@@ -486,7 +480,7 @@ func TestContractNetViolations(t *testing.T) {
 		)},
 		{name: "duplicate proposal", steps: then(cnCalled(),
 			step{at: time.Second, do: say("bob", "propose", content{"price": 10}), want: `
-				bob: send propose bob->alice rw=c1#1 irt=c1#1 {"price":10}
+				bob: send propose bob->alice rw=c1/bob#1 irt=c1/alice#1 {"price":10}
 				bob: commitment task created bob->alice (propose)
 				bob: timer set commitment:task +2m1s
 				bob: timer cancel proposals
@@ -509,7 +503,7 @@ func TestContractNetViolations(t *testing.T) {
 		{name: "join choice not allowed", steps: then(cnProposed(),
 			step{at: 4 * time.Second, do: join("alice", map[string]string{"bob": "inform-done", "carol": "reject-proposal"}), want: `
 				alice: error PE009 [bob@proposed]: choice "inform-done" is not allowed in state "proposed"; the choices are accept-proposal, reject-proposal, cancel
-				alice: send reject-proposal alice->carol rw=c1#2 irt=c1#1
+				alice: send reject-proposal alice->carol rw=c1/alice#2 irt=c1/carol#1
 				alice: timer cancel commitment:task/carol
 				alice: commitment task/carol released carol->alice (reject-proposal)
 				alice: timer cancel award/carol
@@ -520,7 +514,7 @@ func TestContractNetViolations(t *testing.T) {
 		)},
 		{name: "join answer missing a session", steps: then(cnProposed(),
 			step{at: 4 * time.Second, do: join("alice", map[string]string{"bob": "accept-proposal"}), want: `
-				alice: send accept-proposal alice->bob rw=c1#2 irt=c1#1
+				alice: send accept-proposal alice->bob rw=c1/alice#2 irt=c1/bob#1
 				alice: timer cancel commitment:task/bob
 				alice: commitment task/bob detached bob->alice (accept-proposal)
 				alice: timer set commitment:task/bob +5m4s
@@ -537,14 +531,14 @@ func TestContractNetViolations(t *testing.T) {
 		)},
 		{name: "join answer for a session not waiting", steps: then(cnProposed(),
 			step{at: 4 * time.Second, do: join("alice", map[string]string{"bob": "accept-proposal", "carol": "reject-proposal", "dave": "accept-proposal"}), want: `
-				alice: send accept-proposal alice->bob rw=c1#2 irt=c1#1
+				alice: send accept-proposal alice->bob rw=c1/alice#2 irt=c1/bob#1
 				alice: timer cancel commitment:task/bob
 				alice: commitment task/bob detached bob->alice (accept-proposal)
 				alice: timer set commitment:task/bob +5m4s
 				alice: timer cancel award/bob
 				alice: timer set result/bob +5m4s
 				alice: decide awarded [cancel] peer=bob {"price":10}
-				alice: send reject-proposal alice->carol rw=c1#3 irt=c1#1
+				alice: send reject-proposal alice->carol rw=c1/alice#3 irt=c1/carol#1
 				alice: timer cancel commitment:task/carol
 				alice: commitment task/carol released carol->alice (reject-proposal)
 				alice: timer cancel award/carol
@@ -581,7 +575,7 @@ func TestContractNetViolations(t *testing.T) {
 			step{at: 4 * time.Second, do: answer("alice", "join", decision.Answer{Sessions: map[string]decision.SessionAnswer{
 				"bob": {Choice: "accept-proposal"}, "carol": {Choice: "reject-proposal", Content: content{"reason": 7}},
 			}}), want: `
-				alice: send accept-proposal alice->bob rw=c1#2 irt=c1#1
+				alice: send accept-proposal alice->bob rw=c1/alice#2 irt=c1/bob#1
 				alice: timer cancel commitment:task/bob
 				alice: commitment task/bob detached bob->alice (accept-proposal)
 				alice: timer set commitment:task/bob +5m4s
@@ -598,7 +592,7 @@ func TestContractNetViolations(t *testing.T) {
 		)},
 		{name: "wrong in-reply-to", steps: then(cnCalled(),
 			step{at: time.Second, do: recv("alice", with(msg("propose", "bob", "alice", nil), func(m *forms.Message) { m.InReplyTo = "c1#9" })), want: `
-				alice: error PE010 [bob@solicited]: propose from "bob" is in reply to "c1#9", which was not sent to it (the last message sent had reply-with "c1#1")`},
+				alice: error PE010 [bob@solicited]: propose from "bob" is in reply to "c1#9", which was not sent to it (the last message sent had reply-with "c1/alice#1")`},
 		)},
 	}
 	for _, tt := range tests {

@@ -91,7 +91,7 @@ func ExampleHandler() {
 	fmt.Println(h.Done(), h.Outcome(""))
 	// Output:
 	// decide at start: one of [request]
-	// send request to [bob] (reply-with conv-1#1)
+	// send request to [bob] (reply-with conv-1/alice#1)
 	// set timer reply for 09:01:00
 	// decide at requested: one of [cancel]
 	// -- agree
@@ -170,7 +170,7 @@ func ExampleHandler_decision() {
 	// Output:
 	// set timer reply for 09:00:30
 	// decide at requested: one of [agree refuse not-understood inform-done inform-result failure]
-	// send agree to [alice] (reply-with conv-1#1)
+	// send agree to [alice] (reply-with conv-1/bob#1)
 	// commitment perform of bob: created
 	// commitment perform of bob: detached
 	// set timer commitment:perform for 09:05:00

@@ -61,19 +61,19 @@ func TestExpressionErrors(t *testing.T) {
 			{do: start(), want: `
 				alice: decide start [ask]`},
 			{do: say("alice", "ask", content{"limit": 10, "items": []any{"tea"}}), want: `
-				alice: send request alice->bob rw=c1#1 {"items":["tea"],"limit":10}
+				alice: send request alice->bob rw=c1/alice#1 {"items":["tea"],"limit":10}
 				alice: timer set wait +30s
 				bob: timer set wait +30s
 				bob: decide asked [offer] {"items":["tea"],"limit":10}`},
 			{at: time.Second, do: say("bob", "offer", content{"price": 8}), want: `
-				bob: send propose bob->alice rw=c1#1 irt=c1#1 {"price":8}
+				bob: send propose bob->alice rw=c1/bob#1 irt=c1/alice#1 {"price":8}
 				bob: timer cancel wait
 				bob: timer set wait +31s
 				alice: timer cancel wait
 				alice: timer set wait +31s
 				alice: decide offered [accept reject] {"price":8}`},
 			{at: 2 * time.Second, do: say("alice", "accept", nil), want: `
-				alice: send accept-proposal alice->bob rw=c1#2 irt=c1#1
+				alice: send accept-proposal alice->bob rw=c1/alice#2 irt=c1/bob#1
 				alice: timer cancel wait
 				alice: done deal
 				bob: timer cancel wait
@@ -83,7 +83,7 @@ func TestExpressionErrors(t *testing.T) {
 			{do: start(), want: `
 				alice: decide start [ask]`},
 			{do: say("alice", "ask", content{"limit": 10, "items": []any{"tea"}}), want: `
-				alice: send request alice->bob rw=c1#1 {"items":["tea"],"limit":10}
+				alice: send request alice->bob rw=c1/alice#1 {"items":["tea"],"limit":10}
 				alice: timer set wait +30s
 				bob: timer set wait +30s
 				bob: decide asked [offer] {"items":["tea"],"limit":10}`},
@@ -94,7 +94,7 @@ func TestExpressionErrors(t *testing.T) {
 			{do: start(), want: `
 				alice: decide start [ask]`},
 			{do: say("alice", "ask", content{"limit": 10, "items": []any{"tea"}}), want: `
-				alice: send request alice->bob rw=c1#1 {"items":["tea"],"limit":10}
+				alice: send request alice->bob rw=c1/alice#1 {"items":["tea"],"limit":10}
 				alice: timer set wait +30s
 				bob: timer set wait +30s
 				bob: decide asked [offer] {"items":["tea"],"limit":10}`},
@@ -107,7 +107,7 @@ func TestExpressionErrors(t *testing.T) {
 			{do: say("alice", "ask", content{"limit": 10, "items": []any{}}), want: `
 				alice: error PE012 [start]: setting "first": priced.yaml:14:106: expression "content.items[0]": index out of range: 0 (array length is 0); ask was not sent`},
 			{at: time.Second, do: say("alice", "ask", content{"limit": 10, "items": []any{"tea"}}), want: `
-				alice: send request alice->bob rw=c1#1 {"items":["tea"],"limit":10}
+				alice: send request alice->bob rw=c1/alice#1 {"items":["tea"],"limit":10}
 				alice: timer set wait +31s
 				bob: timer set wait +31s
 				bob: decide asked [offer] {"items":["tea"],"limit":10}`},
@@ -116,7 +116,7 @@ func TestExpressionErrors(t *testing.T) {
 			{do: start(), want: `
 				alice: decide start [ask]`},
 			{do: say("alice", "ask", content{"limit": 10, "items": []any{"tea"}}), want: `
-				alice: send request alice->bob rw=c1#1 {"items":["tea"],"limit":10}
+				alice: send request alice->bob rw=c1/alice#1 {"items":["tea"],"limit":10}
 				alice: timer set wait +30s
 				bob: timer set wait +30s
 				bob: decide asked [offer] {"items":["tea"],"limit":10}`},

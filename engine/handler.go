@@ -23,15 +23,21 @@ const (
 )
 
 // HandlerOption configures NewHandler.
-type HandlerOption func(*Handler)
+type HandlerOption func(*handlerConfig)
+
+type handlerConfig struct {
+	h       *Handler
+	err     error
+	content map[string]any
+}
 
 // WithMode sets the mode (Enforce by default).
-func WithMode(m Mode) HandlerOption { return func(h *Handler) { h.mode = m } }
+func WithMode(m Mode) HandlerOption { return func(c *handlerConfig) { c.h.mode = m } }
 
 // WithContent sets the data the first decision sees as its content (the
 // manager passes Start's data this way).
 func WithContent(data map[string]any) HandlerOption {
-	return func(h *Handler) { h.startContent = data }
+	return func(c *handlerConfig) { c.content = data }
 }
 
 // WithPeers binds agents to a role. For the many role this handler keeps
@@ -39,7 +45,8 @@ func WithContent(data map[string]any) HandlerOption {
 // plays it. Roles left unbound are bound to the first agent that sends or
 // receives that role's messages.
 func WithPeers(role string, agents ...string) HandlerOption {
-	return func(h *Handler) {
+	return func(c *handlerConfig) {
+		h := c.h
 		idx := -1
 		for i, r := range h.prog.roles {
 			if r == role {
@@ -47,7 +54,7 @@ func WithPeers(role string, agents ...string) HandlerOption {
 			}
 		}
 		if idx < 0 {
-			h.optErr = fmt.Errorf("engine: WithPeers: policy %q has no role %q", h.prog.policy.Name, role)
+			c.err = fmt.Errorf("engine: WithPeers: policy %q has no role %q", h.prog.policy.Name, role)
 			return
 		}
 		if idx == h.prog.manyRole {
@@ -57,7 +64,7 @@ func WithPeers(role string, agents ...string) HandlerOption {
 			return
 		}
 		if len(agents) != 1 {
-			h.optErr = fmt.Errorf("engine: WithPeers: role %q is not many, so one agent plays it, not %d", role, len(agents))
+			c.err = fmt.Errorf("engine: WithPeers: role %q is not many, so one agent plays it, not %d", role, len(agents))
 			return
 		}
 		h.peers[idx] = agents[0]
@@ -69,15 +76,12 @@ func WithPeers(role string, agents ...string) HandlerOption {
 // A Handler is not safe for concurrent use: give each to one goroutine at
 // a time (the manager does).
 type Handler struct {
-	prog   *Program
-	conv   string
-	self   string
-	mode   Mode
-	optErr error
-	// startContent is the content of the sessions before any message.
-	startContent map[string]any
-	started      bool
-	done         bool
+	prog    *Program
+	conv    string
+	self    string
+	mode    Mode
+	started bool
+	done    bool
 	counter      uint64 // advanced at every state change and decision
 	seq          uint64 // reply-with numbers
 	peers        []string
@@ -86,10 +90,14 @@ type Handler struct {
 	bySender map[string]int
 	// Many-role bookkeeping: sessions at a join state, ended sessions, and
 	// the pending group (initial broadcast) and join decisions.
-	atJoin      int
-	ended       int
+	atJoin      int32
+	ended       int32
 	groupTicket uint64
 	joinTicket  uint64
+	// Storage for the common case, so a handler is one allocation: one
+	// session, and the agents of up to two roles.
+	one     [1]session
+	peerArr [2]string
 }
 
 type session struct {
@@ -104,6 +112,7 @@ type session struct {
 	lastReplyWith string
 	lastInReplyTo string
 	lastPerf      string
+	lastSender    string
 	content       map[string]any
 	// reply-with of the last two messages sent to this peer.
 	sent     [2]string
@@ -123,22 +132,33 @@ const ticketSessionBits = 24
 // NewHandler returns a handler for conversation conversationID, in which
 // this agent (self) plays the program's role.
 func (pr *Program) NewHandler(conversationID, self string, opts ...HandlerOption) (*Handler, error) {
-	h := &Handler{prog: pr, conv: conversationID, self: self, peers: make([]string, len(pr.roles))}
+	h := &Handler{prog: pr, conv: conversationID, self: self}
+	h.peers = h.peerSlots()
 	h.peers[pr.roleIdx] = self
+	cfg := handlerConfig{h: h}
 	for _, opt := range opts {
-		opt(h)
+		opt(&cfg)
 	}
-	if h.optErr != nil {
-		return nil, h.optErr
+	if cfg.err != nil {
+		return nil, cfg.err
 	}
 	if pr.manyRole < 0 {
-		h.sessions = make([]session, 1)
-		h.sessions[0] = newSession("")
+		h.one[0] = newSession("")
+		h.sessions = h.one[:1]
 	}
 	for i := range h.sessions {
-		h.sessions[i].content = h.startContent
+		h.sessions[i].content = cfg.content
 	}
 	return h, nil
+}
+
+// peerSlots returns room for the agent of each role, inside the handler
+// when there are few roles.
+func (h *Handler) peerSlots() []string {
+	if n := len(h.prog.roles); n > len(h.peerArr) {
+		return make([]string, n)
+	}
+	return h.peerArr[:len(h.prog.roles)]
 }
 
 func newSession(peer string) session {
@@ -316,7 +336,7 @@ func (h *Handler) enter(i, st int, at time.Time, out *Queue, inGroup bool) {
 	case sp.kind == policy.KindTerminal:
 		h.endCommitments(i, at, out)
 		h.ended++
-		if h.ended == len(h.sessions) {
+		if int(h.ended) == len(h.sessions) {
 			h.finish(at, out)
 			return
 		}
@@ -432,7 +452,7 @@ func (h *Handler) raiseGroup(at time.Time, out *Queue) {
 // checkJoin releases a join once every session is at a join or ended and
 // some wait there without a decision.
 func (h *Handler) checkJoin(at time.Time, out *Queue) {
-	if h.atJoin == 0 || h.atJoin+h.ended != len(h.sessions) {
+	if h.atJoin == 0 || int(h.atJoin+h.ended) != len(h.sessions) {
 		return
 	}
 	waiting := false
@@ -507,8 +527,8 @@ func (h *Handler) finish(at time.Time, out *Queue) {
 }
 
 // outboundReplyWith returns a fresh reply-with for a message this handler
-// sends.
+// sends: conversation/agent#n, unique among every agent's messages.
 func (h *Handler) outboundReplyWith() string {
 	h.seq++
-	return h.conv + "#" + strconv.FormatUint(h.seq, 10)
+	return h.conv + "/" + h.self + "#" + strconv.FormatUint(h.seq, 10)
 }

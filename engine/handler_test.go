@@ -171,7 +171,7 @@ func TestChildPolicy(t *testing.T) {
 				alice: decide ready [request]`},
 			{at: time.Second, do: childEnds("bob", "accepted", 0), want: ``},
 			{at: 2 * time.Second, do: say("alice", "request", nil), want: `
-				alice: send request alice->bob rw=c1#1
+				alice: send request alice->bob rw=c1/alice#1
 				alice: timer set reply +32s
 				bob: timer set reply +32s
 				bob: decide requested [inform-done failure]`},
@@ -249,13 +249,13 @@ func TestCompile(t *testing.T) {
 			{do: start(), want: `
 				alice: decide start [request]`},
 			{do: say("alice", "request", nil), want: `
-				alice: send request alice->bob rw=c1#1
+				alice: send request alice->bob rw=c1/alice#1
 				alice: timer set reply +5s
 				alice: decide requested [cancel]
 				bob: timer set reply +5s
 				bob: decide requested [agree refuse not-understood inform-done inform-result failure]`},
 			{at: time.Second, do: say("bob", "agree", nil), want: `
-				bob: send agree bob->alice rw=c1#1 irt=c1#1
+				bob: send agree bob->alice rw=c1/bob#1 irt=c1/alice#1
 				bob: commitment perform created bob->alice (agree)
 				bob: commitment perform detached bob->alice (agree)
 				bob: timer set commitment:perform +1m1s

@@ -102,7 +102,7 @@ func (h *Handler) received(e *MessageEvent, out *Queue) {
 			return
 		}
 	}
-	if late, d := h.isLate(s, at); late {
+	if late, d := h.isLate(s, at, mt.t.peer); late {
 		h.protocolError(out, at, ErrLate, i, m, applied, "%s from %q arrived at %s, after the deadline %s of state %q", pr.msgs[mt.t.msg].name, m.Sender, at.Format(time.RFC3339Nano), d.Format(time.RFC3339Nano), sp.name)
 		if !applied {
 			return
@@ -123,16 +123,21 @@ func (h *Handler) received(e *MessageEvent, out *Queue) {
 	h.apply(i, mt.t, m, at, out, false)
 }
 
-// isLate reports whether a message at time at comes after a deadline of
-// the session's state.
-func (h *Handler) isLate(s *session, at time.Time) (bool, time.Time) {
-	if at.IsZero() {
+// isLate reports whether a message role sends at time at comes after a
+// deadline of the session's state that bounds that role.
+func (h *Handler) isLate(s *session, at time.Time, role int) (bool, time.Time) {
+	if at.IsZero() || s.state < 0 {
 		return false, time.Time{}
 	}
-	for _, d := range s.deadlines {
-		if !d.IsZero() && !at.Before(d) {
-			return true, d
+	arms := h.prog.states[s.state].arms
+	for j, d := range s.deadlines {
+		if d.IsZero() || at.Before(d) {
+			continue
 		}
+		if j < len(arms) && role < 64 && h.prog.timers[arms[j]].exempt&(1<<role) != 0 {
+			continue
+		}
+		return true, d
 	}
 	return false, time.Time{}
 }
@@ -161,7 +166,7 @@ func (h *Handler) afterEnd(i int, m *forms.Message, at time.Time, out *Queue) {
 }
 
 func (h *Handler) isDuplicate(s *session, m *forms.Message) bool {
-	if s.lastPerf == "" || m.Performative != s.lastPerf || m.InReplyTo != s.lastInReplyTo {
+	if s.lastPerf == "" || m.Performative != s.lastPerf || m.InReplyTo != s.lastInReplyTo || m.Sender != s.lastSender {
 		return false
 	}
 	if m.ReplyWith != "" || s.lastReplyWith != "" {
@@ -273,6 +278,12 @@ func (h *Handler) sent(e *MessageEvent, out *Queue) error {
 			continue
 		}
 		applied := h.mode == Observe
+		if late, d := h.isLate(s, at, pr.roleIdx); late {
+			h.protocolError(out, at, ErrLate, i, m, applied, "%s sent by %q at %s, after the deadline %s of state %q", pr.msgs[mt.t.msg].name, m.Sender, at.Format(time.RFC3339Nano), d.Format(time.RFC3339Nano), sp.name)
+			if !applied {
+				continue
+			}
+		}
 		if err := mt.form.Validate(m.Content); err != nil {
 			h.protocolError(out, at, ErrInvalidContent, i, m, applied, "%v", err)
 			if !applied {
@@ -314,7 +325,7 @@ func (h *Handler) apply(i int, t *transProg, m *forms.Message, at time.Time, out
 		}
 	}
 	if !sent {
-		s.lastReplyWith, s.lastInReplyTo, s.lastPerf, s.content = m.ReplyWith, m.InReplyTo, m.Performative, m.Content
+		s.lastReplyWith, s.lastInReplyTo, s.lastPerf, s.lastSender, s.content = m.ReplyWith, m.InReplyTo, m.Performative, m.Sender, m.Content
 		if r := t.peer; r != pr.manyRole && h.peers[r] == "" {
 			h.peers[r] = m.Sender
 		}
@@ -420,6 +431,10 @@ func (h *Handler) take(i int, choice string, content map[string]any, replyBy tim
 		return false, nil
 	case t == nil:
 		h.protocolError(out, at, ErrChoiceNotAllowed, i, nil, false, "choice %q is not allowed in state %q; the choices are %s", choice, sp.name, strings.Join(h.choices(i), ", "))
+		return false, nil
+	}
+	if late, d := h.isLate(s, at, pr.roleIdx); late && h.mode == Enforce {
+		h.protocolError(out, at, ErrLate, i, nil, false, "too late to send %s: the deadline %s of state %q passed at %s", pr.msgs[t.msg].name, d.Format(time.RFC3339Nano), sp.name, at.Format(time.RFC3339Nano))
 		return false, nil
 	}
 	form := pr.msgs[t.msg].form

@@ -87,6 +87,10 @@ type timerProg struct {
 	after    time.Duration
 	src      int // index into deadlineSrc, or -1
 	fallback time.Duration
+	// exempt has a bit for each role whose messages the deadline does not
+	// bound: a deadline read from a message (request.reply_by) bounds the
+	// replies to it, not what its own sender sends next (a cancel).
+	exempt uint64
 }
 
 type commitProg struct {
@@ -210,6 +214,15 @@ func build(p *policy.Policy, role string, proj *policy.Projection, o *compileOpt
 			}
 		}
 		if t.Deadline != nil {
+			for _, st := range p.States {
+				for _, tr := range st.Transitions {
+					if tr.Kind == policy.SendMessage && tr.Message.Name == t.Deadline.Message {
+						if r, ok := roleIdx[tr.From.Name]; ok && r < 64 {
+							tp.exempt |= 1 << r
+						}
+					}
+				}
+			}
 			src := fieldSrc{msg: msgIdx[t.Deadline.Message], field: t.Deadline.Field}
 			k := slices.Index(pr.deadlineSrc, src)
 			if k < 0 {

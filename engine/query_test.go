@@ -17,7 +17,7 @@ func queryIf() []step {
 		{do: start(), want: `
 			alice: decide start [query-if query-ref]`},
 		{do: sayBy("alice", "query-if", content{"proposition": "(raining)"}, 20*time.Second), want: `
-			alice: send query-if alice->bob rw=c1#1 by=+20s {"proposition":"(raining)"}
+			alice: send query-if alice->bob rw=c1/alice#1 by=+20s {"proposition":"(raining)"}
 			alice: timer set if-reply +20s
 			alice: decide if-queried [cancel]
 			bob: timer set if-reply +20s
@@ -30,7 +30,7 @@ func queryRef() []step {
 		{do: start(), want: `
 			alice: decide start [query-if query-ref]`},
 		{do: sayBy("alice", "query-ref", content{"ref": "(iota ?x (colour sky ?x))"}, 20*time.Second), want: `
-			alice: send query-ref alice->bob rw=c1#1 by=+20s {"ref":"(iota ?x (colour sky ?x))"}
+			alice: send query-ref alice->bob rw=c1/alice#1 by=+20s {"ref":"(iota ?x (colour sky ?x))"}
 			alice: timer set ref-reply +20s
 			alice: decide ref-queried [cancel]
 			bob: timer set ref-reply +20s
@@ -45,7 +45,7 @@ func TestQueryConversations(t *testing.T) {
 	}{
 		{name: "query-if answered", steps: then(queryIf(),
 			step{at: time.Second, do: say("bob", "inform-tf", content{"holds": true}), want: `
-				bob: send inform bob->alice rw=c1#1 irt=c1#1 {"holds":true}
+				bob: send inform bob->alice rw=c1/bob#1 irt=c1/alice#1 {"holds":true}
 				bob: timer cancel if-reply
 				bob: done answered
 				alice: timer cancel if-reply
@@ -53,7 +53,7 @@ func TestQueryConversations(t *testing.T) {
 		)},
 		{name: "query-if agreed then answered", steps: then(queryIf(),
 			step{at: time.Second, do: say("bob", "agree", nil), want: `
-				bob: send agree bob->alice rw=c1#1 irt=c1#1
+				bob: send agree bob->alice rw=c1/bob#1 irt=c1/alice#1
 				bob: commitment answer created bob->alice (agree)
 				bob: commitment answer detached bob->alice (agree)
 				bob: timer set commitment:answer +5m1s
@@ -67,7 +67,7 @@ func TestQueryConversations(t *testing.T) {
 				alice: timer set answer +5m1s
 				alice: decide if-agreed [cancel]`},
 			step{at: 2 * time.Second, do: say("bob", "inform-tf", content{"holds": false}), want: `
-				bob: send inform bob->alice rw=c1#2 irt=c1#1 {"holds":false}
+				bob: send inform bob->alice rw=c1/bob#2 irt=c1/alice#1 {"holds":false}
 				bob: timer cancel commitment:answer
 				bob: commitment answer discharged bob->alice (inform-tf)
 				bob: timer cancel answer
@@ -79,7 +79,7 @@ func TestQueryConversations(t *testing.T) {
 		)},
 		{name: "query-ref answered", steps: then(queryRef(),
 			step{at: time.Second, do: say("bob", "inform-result", content{"result": []any{"blue"}}), want: `
-				bob: send inform bob->alice rw=c1#1 irt=c1#1 {"result":["blue"]}
+				bob: send inform bob->alice rw=c1/bob#1 irt=c1/alice#1 {"result":["blue"]}
 				bob: timer cancel ref-reply
 				bob: done answered
 				alice: timer cancel ref-reply
@@ -87,7 +87,7 @@ func TestQueryConversations(t *testing.T) {
 		)},
 		{name: "query-ref agreed then answered", steps: then(queryRef(),
 			step{at: time.Second, do: say("bob", "agree", nil), want: `
-				bob: send agree bob->alice rw=c1#1 irt=c1#1
+				bob: send agree bob->alice rw=c1/bob#1 irt=c1/alice#1
 				bob: commitment answer created bob->alice (agree)
 				bob: commitment answer detached bob->alice (agree)
 				bob: timer set commitment:answer +5m1s
@@ -101,7 +101,7 @@ func TestQueryConversations(t *testing.T) {
 				alice: timer set answer +5m1s
 				alice: decide ref-agreed [cancel]`},
 			step{at: 2 * time.Second, do: say("bob", "inform-result", content{"result": "blue"}), want: `
-				bob: send inform bob->alice rw=c1#2 irt=c1#1 {"result":"blue"}
+				bob: send inform bob->alice rw=c1/bob#2 irt=c1/alice#1 {"result":"blue"}
 				bob: timer cancel commitment:answer
 				bob: commitment answer discharged bob->alice (inform-result)
 				bob: timer cancel answer
@@ -113,7 +113,7 @@ func TestQueryConversations(t *testing.T) {
 		)},
 		{name: "query-if refused", steps: then(queryIf(),
 			step{at: time.Second, do: say("bob", "refuse", content{"reason": "private"}), want: `
-				bob: send refuse bob->alice rw=c1#1 irt=c1#1 {"reason":"private"}
+				bob: send refuse bob->alice rw=c1/bob#1 irt=c1/alice#1 {"reason":"private"}
 				bob: timer cancel if-reply
 				bob: done refused
 				alice: timer cancel if-reply
@@ -121,7 +121,7 @@ func TestQueryConversations(t *testing.T) {
 		)},
 		{name: "query-ref refused", steps: then(queryRef(),
 			step{at: time.Second, do: say("bob", "refuse", nil), want: `
-				bob: send refuse bob->alice rw=c1#1 irt=c1#1
+				bob: send refuse bob->alice rw=c1/bob#1 irt=c1/alice#1
 				bob: timer cancel ref-reply
 				bob: done refused
 				alice: timer cancel ref-reply
@@ -129,7 +129,7 @@ func TestQueryConversations(t *testing.T) {
 		)},
 		{name: "query-if failure", steps: then(queryIf(),
 			step{at: time.Second, do: say("bob", "failure", content{"reason": "no sensor"}), want: `
-				bob: send failure bob->alice rw=c1#1 irt=c1#1 {"reason":"no sensor"}
+				bob: send failure bob->alice rw=c1/bob#1 irt=c1/alice#1 {"reason":"no sensor"}
 				bob: timer cancel if-reply
 				bob: done failed
 				alice: timer cancel if-reply
@@ -137,7 +137,7 @@ func TestQueryConversations(t *testing.T) {
 		)},
 		{name: "query-ref agreed then failure", steps: then(queryRef(),
 			step{at: time.Second, do: say("bob", "agree", nil), want: `
-				bob: send agree bob->alice rw=c1#1 irt=c1#1
+				bob: send agree bob->alice rw=c1/bob#1 irt=c1/alice#1
 				bob: commitment answer created bob->alice (agree)
 				bob: commitment answer detached bob->alice (agree)
 				bob: timer set commitment:answer +5m1s
@@ -151,7 +151,7 @@ func TestQueryConversations(t *testing.T) {
 				alice: timer set answer +5m1s
 				alice: decide ref-agreed [cancel]`},
 			step{at: 2 * time.Second, do: say("bob", "failure", nil), want: `
-				bob: send failure bob->alice rw=c1#2 irt=c1#1
+				bob: send failure bob->alice rw=c1/bob#2 irt=c1/alice#1
 				bob: timer cancel commitment:answer
 				bob: commitment answer violated bob->alice (failure)
 				bob: timer cancel answer
@@ -163,7 +163,7 @@ func TestQueryConversations(t *testing.T) {
 		)},
 		{name: "query-ref not understood", steps: then(queryRef(),
 			step{at: time.Second, do: say("bob", "not-understood", content{"reason": "iota?"}), want: `
-				bob: send not-understood bob->alice rw=c1#1 irt=c1#1 {"reason":"iota?"}
+				bob: send not-understood bob->alice rw=c1/bob#1 irt=c1/alice#1 {"reason":"iota?"}
 				bob: timer cancel ref-reply
 				bob: done not-understood
 				alice: timer cancel ref-reply
@@ -171,14 +171,14 @@ func TestQueryConversations(t *testing.T) {
 		)},
 		{name: "query-if cancelled", steps: then(queryIf(),
 			step{at: time.Second, do: say("alice", "cancel", nil), want: `
-				alice: send cancel alice->bob rw=c1#2
+				alice: send cancel alice->bob rw=c1/alice#2
 				alice: timer cancel if-reply
 				alice: timer set cancel-reply +31s
 				bob: timer cancel if-reply
 				bob: timer set cancel-reply +31s
 				bob: decide cancelling [inform-done failure inform-tf inform-result refuse agree not-understood]`},
 			step{at: 2 * time.Second, do: say("bob", "inform-done", content{"done": true}), want: `
-				bob: send inform bob->alice rw=c1#1 irt=c1#2 {"done":true}
+				bob: send inform bob->alice rw=c1/bob#1 irt=c1/alice#2 {"done":true}
 				bob: timer cancel cancel-reply
 				bob: done cancelled
 				alice: timer cancel cancel-reply
@@ -186,7 +186,7 @@ func TestQueryConversations(t *testing.T) {
 		)},
 		{name: "query-ref cancel after agree fails", steps: then(queryRef(),
 			step{at: time.Second, do: say("bob", "agree", nil), want: `
-				bob: send agree bob->alice rw=c1#1 irt=c1#1
+				bob: send agree bob->alice rw=c1/bob#1 irt=c1/alice#1
 				bob: commitment answer created bob->alice (agree)
 				bob: commitment answer detached bob->alice (agree)
 				bob: timer set commitment:answer +5m1s
@@ -200,7 +200,7 @@ func TestQueryConversations(t *testing.T) {
 				alice: timer set answer +5m1s
 				alice: decide ref-agreed [cancel]`},
 			step{at: 2 * time.Second, do: say("alice", "cancel", nil), want: `
-				alice: send cancel alice->bob rw=c1#2 irt=c1#1
+				alice: send cancel alice->bob rw=c1/alice#2 irt=c1/bob#1
 				alice: timer cancel commitment:answer
 				alice: commitment answer released bob->alice (cancel)
 				alice: timer cancel answer
@@ -211,7 +211,7 @@ func TestQueryConversations(t *testing.T) {
 				bob: timer set cancel-reply +32s
 				bob: decide cancelling [inform-done failure inform-tf inform-result refuse agree not-understood]`},
 			step{at: 3 * time.Second, do: say("bob", "failure", content{"reason": "already sent"}), want: `
-				bob: send failure bob->alice rw=c1#2 irt=c1#2 {"reason":"already sent"}
+				bob: send failure bob->alice rw=c1/bob#2 irt=c1/alice#2 {"reason":"already sent"}
 				bob: timer cancel cancel-reply
 				bob: done cancel-failed
 				alice: timer cancel cancel-reply
@@ -219,11 +219,11 @@ func TestQueryConversations(t *testing.T) {
 		)},
 		{name: "answer crosses cancel", steps: then(queryIf(),
 			step{at: time.Second, do: hold("alice", "cancel", nil), want: `
-				alice: send cancel alice->bob rw=c1#2
+				alice: send cancel alice->bob rw=c1/alice#2
 				alice: timer cancel if-reply
 				alice: timer set cancel-reply +31s`},
 			step{at: time.Second, do: say("bob", "inform-tf", content{"holds": true}), want: `
-				bob: send inform bob->alice rw=c1#1 irt=c1#1 {"holds":true}
+				bob: send inform bob->alice rw=c1/bob#1 irt=c1/alice#1 {"holds":true}
 				bob: timer cancel if-reply
 				bob: done answered
 				alice: timer cancel cancel-reply
@@ -240,7 +240,7 @@ func TestQueryConversations(t *testing.T) {
 		)},
 		{name: "query-ref agreed but not answered", steps: then(queryRef(),
 			step{at: time.Second, do: say("bob", "agree", nil), want: `
-				bob: send agree bob->alice rw=c1#1 irt=c1#1
+				bob: send agree bob->alice rw=c1/bob#1 irt=c1/alice#1
 				bob: commitment answer created bob->alice (agree)
 				bob: commitment answer detached bob->alice (agree)
 				bob: timer set commitment:answer +5m1s
@@ -326,14 +326,13 @@ func TestQueryViolations(t *testing.T) {
 		}},
 		{name: "late answer", steps: then(queryRef(),
 			step{at: 25 * time.Second, do: say("bob", "inform-result", content{"result": "blue"}), want: `
-				bob: send inform bob->alice rw=c1#1 irt=c1#1 {"result":"blue"}
-				bob: timer cancel ref-reply
-				bob: done answered
+				bob: error PE004 [ref-queried]: too late to send inform-result: the deadline 2026-03-01T09:00:20Z of state "ref-queried" passed at 2026-03-01T09:00:25Z`},
+			step{at: 25 * time.Second, do: recv("alice", msg("inform", "bob", "alice", content{"result": "blue"})), want: `
 				alice: error PE004 [ref-queried]: inform-result from "bob" arrived at 2026-03-01T09:00:25Z, after the deadline 2026-03-01T09:00:20Z of state "ref-queried"`},
 		)},
 		{name: "duplicate answer", steps: then(queryRef(),
 			step{at: time.Second, do: say("bob", "inform-result", content{"result": "blue"}), want: `
-				bob: send inform bob->alice rw=c1#1 irt=c1#1 {"result":"blue"}
+				bob: send inform bob->alice rw=c1/bob#1 irt=c1/alice#1 {"result":"blue"}
 				bob: timer cancel ref-reply
 				bob: done answered
 				alice: timer cancel ref-reply

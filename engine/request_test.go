@@ -19,7 +19,7 @@ func requestOpened() []step {
 		{do: start(), want: `
 			alice: decide start [request]`},
 		{do: sayBy("alice", "request", content{"action": "paint"}, 30*time.Second), want: `
-			alice: send request alice->bob rw=c1#1 by=+30s {"action":"paint"}
+			alice: send request alice->bob rw=c1/alice#1 by=+30s {"action":"paint"}
 			alice: timer set reply +30s
 			alice: decide requested [cancel]
 			bob: timer set reply +30s
@@ -30,7 +30,7 @@ func requestOpened() []step {
 // requestAgreed: and bob agrees a second later.
 func requestAgreed() []step {
 	return then(requestOpened(), step{at: time.Second, do: say("bob", "agree", nil), want: `
-		bob: send agree bob->alice rw=c1#1 irt=c1#1
+		bob: send agree bob->alice rw=c1/bob#1 irt=c1/alice#1
 		bob: commitment perform created bob->alice (agree)
 		bob: commitment perform detached bob->alice (agree)
 		bob: timer set commitment:perform +5m1s
@@ -55,7 +55,7 @@ func TestRequestConversations(t *testing.T) {
 	}{
 		{name: "agree then inform-done", steps: then(requestAgreed(),
 			step{at: 2 * time.Second, do: say("bob", "inform-done", content{"done": true}), want: `
-				bob: send inform bob->alice rw=c1#2 irt=c1#1 {"done":true}
+				bob: send inform bob->alice rw=c1/bob#2 irt=c1/alice#1 {"done":true}
 				bob: timer cancel commitment:perform
 				bob: commitment perform discharged bob->alice (inform-done)
 				bob: timer cancel result
@@ -67,7 +67,7 @@ func TestRequestConversations(t *testing.T) {
 		)},
 		{name: "agree then inform-result", steps: then(requestAgreed(),
 			step{at: 2 * time.Second, do: say("bob", "inform-result", content{"result": 42}), want: `
-				bob: send inform bob->alice rw=c1#2 irt=c1#1 {"result":42}
+				bob: send inform bob->alice rw=c1/bob#2 irt=c1/alice#1 {"result":42}
 				bob: timer cancel commitment:perform
 				bob: commitment perform discharged bob->alice (inform-result)
 				bob: timer cancel result
@@ -79,7 +79,7 @@ func TestRequestConversations(t *testing.T) {
 		)},
 		{name: "agree then failure", steps: then(requestAgreed(),
 			step{at: 2 * time.Second, do: say("bob", "failure", content{"reason": "out of paint"}), want: `
-				bob: send failure bob->alice rw=c1#2 irt=c1#1 {"reason":"out of paint"}
+				bob: send failure bob->alice rw=c1/bob#2 irt=c1/alice#1 {"reason":"out of paint"}
 				bob: timer cancel commitment:perform
 				bob: commitment perform violated bob->alice (failure)
 				bob: timer cancel result
@@ -91,7 +91,7 @@ func TestRequestConversations(t *testing.T) {
 		)},
 		{name: "inform-done without agree", steps: then(requestOpened(),
 			step{at: time.Second, do: say("bob", "inform-done", content{"done": true}), want: `
-				bob: send inform bob->alice rw=c1#1 irt=c1#1 {"done":true}
+				bob: send inform bob->alice rw=c1/bob#1 irt=c1/alice#1 {"done":true}
 				bob: timer cancel reply
 				bob: done done
 				alice: timer cancel reply
@@ -99,7 +99,7 @@ func TestRequestConversations(t *testing.T) {
 		)},
 		{name: "inform-result without agree", steps: then(requestOpened(),
 			step{at: time.Second, do: say("bob", "inform-result", content{"result": "blue"}), want: `
-				bob: send inform bob->alice rw=c1#1 irt=c1#1 {"result":"blue"}
+				bob: send inform bob->alice rw=c1/bob#1 irt=c1/alice#1 {"result":"blue"}
 				bob: timer cancel reply
 				bob: done result
 				alice: timer cancel reply
@@ -107,7 +107,7 @@ func TestRequestConversations(t *testing.T) {
 		)},
 		{name: "failure without agree", steps: then(requestOpened(),
 			step{at: time.Second, do: say("bob", "failure", nil), want: `
-				bob: send failure bob->alice rw=c1#1 irt=c1#1
+				bob: send failure bob->alice rw=c1/bob#1 irt=c1/alice#1
 				bob: timer cancel reply
 				bob: done failed
 				alice: timer cancel reply
@@ -115,7 +115,7 @@ func TestRequestConversations(t *testing.T) {
 		)},
 		{name: "refuse", steps: then(requestOpened(),
 			step{at: time.Second, do: say("bob", "refuse", content{"reason": "busy"}), want: `
-				bob: send refuse bob->alice rw=c1#1 irt=c1#1 {"reason":"busy"}
+				bob: send refuse bob->alice rw=c1/bob#1 irt=c1/alice#1 {"reason":"busy"}
 				bob: timer cancel reply
 				bob: done refused
 				alice: timer cancel reply
@@ -123,7 +123,7 @@ func TestRequestConversations(t *testing.T) {
 		)},
 		{name: "not-understood", steps: then(requestOpened(),
 			step{at: time.Second, do: say("bob", "not-understood", content{"reason": "paint what?"}), want: `
-				bob: send not-understood bob->alice rw=c1#1 irt=c1#1 {"reason":"paint what?"}
+				bob: send not-understood bob->alice rw=c1/bob#1 irt=c1/alice#1 {"reason":"paint what?"}
 				bob: timer cancel reply
 				bob: done not-understood
 				alice: timer cancel reply
@@ -131,14 +131,14 @@ func TestRequestConversations(t *testing.T) {
 		)},
 		{name: "cancel before agree answered by inform-done", steps: then(requestOpened(),
 			step{at: time.Second, do: say("alice", "cancel", nil), want: `
-				alice: send cancel alice->bob rw=c1#2
+				alice: send cancel alice->bob rw=c1/alice#2
 				alice: timer cancel reply
 				alice: timer set cancel-reply +31s
 				bob: timer cancel reply
 				bob: timer set cancel-reply +31s
 				bob: decide cancelling [inform-done failure inform-result refuse agree not-understood]`},
 			step{at: 2 * time.Second, do: say("bob", "inform-done", content{"done": true}), want: `
-				bob: send inform bob->alice rw=c1#1 irt=c1#2 {"done":true}
+				bob: send inform bob->alice rw=c1/bob#1 irt=c1/alice#2 {"done":true}
 				bob: timer cancel cancel-reply
 				bob: done cancelled
 				alice: timer cancel cancel-reply
@@ -146,14 +146,14 @@ func TestRequestConversations(t *testing.T) {
 		)},
 		{name: "cancel before agree answered by failure", steps: then(requestOpened(),
 			step{at: time.Second, do: say("alice", "cancel", nil), want: `
-				alice: send cancel alice->bob rw=c1#2
+				alice: send cancel alice->bob rw=c1/alice#2
 				alice: timer cancel reply
 				alice: timer set cancel-reply +31s
 				bob: timer cancel reply
 				bob: timer set cancel-reply +31s
 				bob: decide cancelling [inform-done failure inform-result refuse agree not-understood]`},
 			step{at: 2 * time.Second, do: say("bob", "failure", content{"reason": "already painted"}), want: `
-				bob: send failure bob->alice rw=c1#1 irt=c1#2 {"reason":"already painted"}
+				bob: send failure bob->alice rw=c1/bob#1 irt=c1/alice#2 {"reason":"already painted"}
 				bob: timer cancel cancel-reply
 				bob: done cancel-failed
 				alice: timer cancel cancel-reply
@@ -161,7 +161,7 @@ func TestRequestConversations(t *testing.T) {
 		)},
 		{name: "cancel after agree answered by inform-done", steps: then(requestAgreed(),
 			step{at: 2 * time.Second, do: say("alice", "cancel", nil), want: `
-				alice: send cancel alice->bob rw=c1#2 irt=c1#1
+				alice: send cancel alice->bob rw=c1/alice#2 irt=c1/bob#1
 				alice: timer cancel commitment:perform
 				alice: commitment perform released bob->alice (cancel)
 				alice: timer cancel result
@@ -172,7 +172,7 @@ func TestRequestConversations(t *testing.T) {
 				bob: timer set cancel-reply +32s
 				bob: decide cancelling [inform-done failure inform-result refuse agree not-understood]`},
 			step{at: 3 * time.Second, do: say("bob", "inform-done", nil), want: `
-				bob: send inform bob->alice rw=c1#2 irt=c1#2
+				bob: send inform bob->alice rw=c1/bob#2 irt=c1/alice#2
 				bob: timer cancel cancel-reply
 				bob: done cancelled
 				alice: timer cancel cancel-reply
@@ -180,7 +180,7 @@ func TestRequestConversations(t *testing.T) {
 		)},
 		{name: "cancel after agree answered by failure", steps: then(requestAgreed(),
 			step{at: 2 * time.Second, do: say("alice", "cancel", nil), want: `
-				alice: send cancel alice->bob rw=c1#2 irt=c1#1
+				alice: send cancel alice->bob rw=c1/alice#2 irt=c1/bob#1
 				alice: timer cancel commitment:perform
 				alice: commitment perform released bob->alice (cancel)
 				alice: timer cancel result
@@ -191,7 +191,7 @@ func TestRequestConversations(t *testing.T) {
 				bob: timer set cancel-reply +32s
 				bob: decide cancelling [inform-done failure inform-result refuse agree not-understood]`},
 			step{at: 3 * time.Second, do: say("bob", "failure", content{"reason": "too late"}), want: `
-				bob: send failure bob->alice rw=c1#2 irt=c1#2 {"reason":"too late"}
+				bob: send failure bob->alice rw=c1/bob#2 irt=c1/alice#2 {"reason":"too late"}
 				bob: timer cancel cancel-reply
 				bob: done cancel-failed
 				alice: timer cancel cancel-reply
@@ -199,11 +199,11 @@ func TestRequestConversations(t *testing.T) {
 		)},
 		{name: "agree crosses cancel", steps: then(requestOpened(),
 			step{at: time.Second, do: hold("alice", "cancel", nil), want: `
-				alice: send cancel alice->bob rw=c1#2
+				alice: send cancel alice->bob rw=c1/alice#2
 				alice: timer cancel reply
 				alice: timer set cancel-reply +31s`},
 			step{at: time.Second, do: say("bob", "agree", nil), want: `
-				bob: send agree bob->alice rw=c1#1 irt=c1#1
+				bob: send agree bob->alice rw=c1/bob#1 irt=c1/alice#1
 				bob: commitment perform created bob->alice (agree)
 				bob: commitment perform detached bob->alice (agree)
 				bob: timer set commitment:perform +5m1s
@@ -222,7 +222,7 @@ func TestRequestConversations(t *testing.T) {
 				bob: timer set cancel-reply +32s
 				bob: decide cancelling [inform-done failure inform-result refuse agree not-understood]`},
 			step{at: 3 * time.Second, do: say("bob", "inform-done", content{"done": true}), want: `
-				bob: send inform bob->alice rw=c1#2 irt=c1#2 {"done":true}
+				bob: send inform bob->alice rw=c1/bob#2 irt=c1/alice#2 {"done":true}
 				bob: timer cancel cancel-reply
 				bob: done cancelled
 				alice: timer cancel commitment:perform
@@ -232,11 +232,11 @@ func TestRequestConversations(t *testing.T) {
 		)},
 		{name: "inform-result crosses cancel", steps: then(requestOpened(),
 			step{at: time.Second, do: hold("alice", "cancel", nil), want: `
-				alice: send cancel alice->bob rw=c1#2
+				alice: send cancel alice->bob rw=c1/alice#2
 				alice: timer cancel reply
 				alice: timer set cancel-reply +31s`},
 			step{at: time.Second, do: say("bob", "inform-result", content{"result": "blue"}), want: `
-				bob: send inform bob->alice rw=c1#1 irt=c1#1 {"result":"blue"}
+				bob: send inform bob->alice rw=c1/bob#1 irt=c1/alice#1 {"result":"blue"}
 				bob: timer cancel reply
 				bob: done result
 				alice: timer cancel cancel-reply
@@ -265,7 +265,7 @@ func TestRequestConversations(t *testing.T) {
 		)},
 		{name: "no answer to the cancel", steps: then(requestAgreed(),
 			step{at: 2 * time.Second, do: say("alice", "cancel", nil), want: `
-				alice: send cancel alice->bob rw=c1#2 irt=c1#1
+				alice: send cancel alice->bob rw=c1/alice#2 irt=c1/bob#1
 				alice: timer cancel commitment:perform
 				alice: commitment perform released bob->alice (cancel)
 				alice: timer cancel result
@@ -302,7 +302,7 @@ func TestRequestConversations(t *testing.T) {
 }
 
 func TestRequestViolations(t *testing.T) {
-	agreeFromBob := with(msg("agree", "bob", "alice", nil), func(m *forms.Message) { m.InReplyTo = "c1#1" })
+	agreeFromBob := with(msg("agree", "bob", "alice", nil), func(m *forms.Message) { m.InReplyTo = "c1/alice#1" })
 	tests := []struct {
 		name  string
 		mode  engine.Mode
@@ -350,13 +350,8 @@ func TestRequestViolations(t *testing.T) {
 		)},
 		{name: "late agree before the timer", steps: then(requestOpened(),
 			step{at: 31 * time.Second, do: say("bob", "agree", nil), want: `
-				bob: send agree bob->alice rw=c1#1 irt=c1#1
-				bob: commitment perform created bob->alice (agree)
-				bob: commitment perform detached bob->alice (agree)
-				bob: timer set commitment:perform +5m31s
-				bob: timer cancel reply
-				bob: timer set result +5m31s
-				bob: decide agreed [inform-done inform-result failure] {"action":"paint"}
+				bob: error PE004 [requested]: too late to send agree: the deadline 2026-03-01T09:00:30Z of state "requested" passed at 2026-03-01T09:00:31Z`},
+			step{at: 31 * time.Second, do: recv("alice", msg("agree", "bob", "alice", nil)), want: `
 				alice: error PE004 [requested]: agree from "bob" arrived at 2026-03-01T09:00:31Z, after the deadline 2026-03-01T09:00:30Z of state "requested"`},
 			step{at: 31 * time.Second, do: fire("alice", "reply"), want: `
 				alice: timer cancel reply
@@ -364,7 +359,7 @@ func TestRequestViolations(t *testing.T) {
 		)},
 		{name: "late agree before the timer observed", mode: engine.Observe, steps: then(requestOpened(),
 			step{at: 31 * time.Second, do: say("bob", "agree", nil), want: `
-				bob: send agree bob->alice rw=c1#1 irt=c1#1
+				bob: send agree bob->alice rw=c1/bob#1 irt=c1/alice#1
 				bob: commitment perform created bob->alice (agree)
 				bob: commitment perform detached bob->alice (agree)
 				bob: timer set commitment:perform +5m31s
@@ -385,13 +380,8 @@ func TestRequestViolations(t *testing.T) {
 				alice: timer cancel reply
 				alice: done timeout`},
 			step{at: 31 * time.Second, do: say("bob", "agree", nil), want: `
-				bob: send agree bob->alice rw=c1#1 irt=c1#1
-				bob: commitment perform created bob->alice (agree)
-				bob: commitment perform detached bob->alice (agree)
-				bob: timer set commitment:perform +5m31s
-				bob: timer cancel reply
-				bob: timer set result +5m31s
-				bob: decide agreed [inform-done inform-result failure] {"action":"paint"}
+				bob: error PE004 [requested]: too late to send agree: the deadline 2026-03-01T09:00:30Z of state "requested" passed at 2026-03-01T09:00:31Z`},
+			step{at: 31 * time.Second, do: recv("alice", msg("agree", "bob", "alice", nil)), want: `
 				alice: error PE004 [timed-out]: agree from "bob" is late: state "requested" timed out and the conversation ended with outcome "timeout"`},
 		)},
 		{name: "late agree after the timer observed", mode: engine.Observe, steps: then(requestOpened(),
@@ -399,7 +389,7 @@ func TestRequestViolations(t *testing.T) {
 				alice: timer cancel reply
 				alice: done timeout`},
 			step{at: 31 * time.Second, do: say("bob", "agree", nil), want: `
-				bob: send agree bob->alice rw=c1#1 irt=c1#1
+				bob: send agree bob->alice rw=c1/bob#1 irt=c1/alice#1
 				bob: commitment perform created bob->alice (agree)
 				bob: commitment perform detached bob->alice (agree)
 				bob: timer set commitment:perform +5m31s
@@ -410,7 +400,7 @@ func TestRequestViolations(t *testing.T) {
 		)},
 		{name: "reply after the end", steps: then(requestOpened(),
 			step{at: time.Second, do: say("bob", "refuse", nil), want: `
-				bob: send refuse bob->alice rw=c1#1 irt=c1#1
+				bob: send refuse bob->alice rw=c1/bob#1 irt=c1/alice#1
 				bob: timer cancel reply
 				bob: done refused
 				alice: timer cancel reply
@@ -420,7 +410,7 @@ func TestRequestViolations(t *testing.T) {
 		)},
 		{name: "cancel after the end", steps: then(requestOpened(),
 			step{at: time.Second, do: say("bob", "inform-done", nil), want: `
-				bob: send inform bob->alice rw=c1#1 irt=c1#1
+				bob: send inform bob->alice rw=c1/bob#1 irt=c1/alice#1
 				bob: timer cancel reply
 				bob: done done
 				alice: timer cancel reply
@@ -434,7 +424,7 @@ func TestRequestViolations(t *testing.T) {
 		)},
 		{name: "duplicate inform after the end", steps: then(requestOpened(),
 			step{at: time.Second, do: say("bob", "inform-done", content{"done": true}), want: `
-				bob: send inform bob->alice rw=c1#1 irt=c1#1 {"done":true}
+				bob: send inform bob->alice rw=c1/bob#1 irt=c1/alice#1 {"done":true}
 				bob: timer cancel reply
 				bob: done done
 				alice: timer cancel reply
@@ -471,7 +461,7 @@ func TestRequestViolations(t *testing.T) {
 		)},
 		{name: "decision after the end", steps: then(requestOpened(),
 			step{at: time.Second, do: say("bob", "refuse", nil), want: `
-				bob: send refuse bob->alice rw=c1#1 irt=c1#1
+				bob: send refuse bob->alice rw=c1/bob#1 irt=c1/alice#1
 				bob: timer cancel reply
 				bob: done refused
 				alice: timer cancel reply
@@ -492,7 +482,7 @@ func TestRequestViolations(t *testing.T) {
 		{name: "no choice yet keeps the decision open", steps: then(requestOpened(),
 			step{at: time.Second, do: say("alice", "", nil), want: ``},
 			step{at: 2 * time.Second, do: say("alice", "cancel", nil), want: `
-				alice: send cancel alice->bob rw=c1#2
+				alice: send cancel alice->bob rw=c1/alice#2
 				alice: timer cancel reply
 				alice: timer set cancel-reply +32s
 				bob: timer cancel reply
@@ -501,11 +491,11 @@ func TestRequestViolations(t *testing.T) {
 		)},
 		{name: "wrong in-reply-to", steps: then(requestOpened(),
 			step{at: time.Second, do: recv("alice", with(agreeFromBob, func(m *forms.Message) { m.InReplyTo = "c1#7" })), want: `
-				alice: error PE010 [requested]: agree from "bob" is in reply to "c1#7", which was not sent to it (the last message sent had reply-with "c1#1")`},
+				alice: error PE010 [requested]: agree from "bob" is in reply to "c1#7", which was not sent to it (the last message sent had reply-with "c1/alice#1")`},
 		)},
 		{name: "wrong in-reply-to observed", mode: engine.Observe, steps: then(requestOpened(),
 			step{at: time.Second, do: recv("alice", with(agreeFromBob, func(m *forms.Message) { m.InReplyTo = "c1#7" })), want: `
-				alice: error PE010 [requested] applied: agree from "bob" is in reply to "c1#7", which was not sent to it (the last message sent had reply-with "c1#1")
+				alice: error PE010 [requested] applied: agree from "bob" is in reply to "c1#7", which was not sent to it (the last message sent had reply-with "c1/alice#1")
 				alice: commitment perform created bob->alice (agree)
 				alice: commitment perform detached bob->alice (agree)
 				alice: timer set commitment:perform +5m1s

@@ -23,8 +23,8 @@ type snapshot struct {
 	Seq          uint64            `json:"seq"`
 	Peers        []string          `json:"peers"`
 	Sessions     []sessionSnapshot `json:"sessions"`
-	AtJoin       int               `json:"at_join"`
-	Ended        int               `json:"ended"`
+	AtJoin       int32             `json:"at_join"`
+	Ended        int32             `json:"ended"`
 	GroupTicket  uint64            `json:"group_ticket"`
 	JoinTicket   uint64            `json:"join_ticket"`
 }
@@ -39,6 +39,7 @@ type sessionSnapshot struct {
 	LastReplyWith string           `json:"last_reply_with,omitempty"`
 	LastInReplyTo string           `json:"last_in_reply_to,omitempty"`
 	LastPerf      string           `json:"last_performative,omitempty"`
+	LastSender    string           `json:"last_sender,omitempty"`
 	Content       map[string]any   `json:"content,omitempty"`
 	Sent          [2]string        `json:"sent"`
 	Vars          map[string]any   `json:"vars,omitempty"`
@@ -74,7 +75,7 @@ func (h *Handler) Snapshot() ([]byte, error) {
 		s := &h.sessions[i]
 		ss := sessionSnapshot{
 			Peer: s.peer, State: name(s.state), TimedOutFrom: name(s.timedOutFrom), Epoch: s.epoch, Ticket: s.ticket,
-			Deadlines: s.deadlines, LastReplyWith: s.lastReplyWith, LastInReplyTo: s.lastInReplyTo, LastPerf: s.lastPerf,
+			Deadlines: s.deadlines, LastReplyWith: s.lastReplyWith, LastInReplyTo: s.lastInReplyTo, LastPerf: s.lastPerf, LastSender: s.lastSender,
 			Content: s.content, Sent: s.sent, Vars: s.vars, SrcTimes: s.srcTimes,
 		}
 		for _, c := range s.commits {
@@ -106,9 +107,11 @@ func (pr *Program) Restore(data []byte) (*Handler, error) {
 	}
 	h := &Handler{
 		prog: pr, conv: sn.Conversation, self: sn.Self, mode: sn.Mode, started: sn.Started, done: sn.Done,
-		counter: sn.Counter, seq: sn.Seq, peers: sn.Peers, atJoin: sn.AtJoin, ended: sn.Ended,
+		counter: sn.Counter, seq: sn.Seq, atJoin: sn.AtJoin, ended: sn.Ended,
 		groupTicket: sn.GroupTicket, joinTicket: sn.JoinTicket,
 	}
+	h.peers = h.peerSlots()
+	copy(h.peers, sn.Peers)
 	state := func(name string) (int32, error) {
 		if name == "" {
 			return -1, nil
@@ -138,12 +141,17 @@ func (pr *Program) Restore(data []byte) (*Handler, error) {
 			return nil, fmt.Errorf("engine: restore: %d deadline sources, the program has %d", len(ss.SrcTimes), len(pr.deadlineSrc))
 		}
 		s.epoch, s.ticket, s.deadlines = ss.Epoch, ss.Ticket, ss.Deadlines
-		s.lastReplyWith, s.lastInReplyTo, s.lastPerf, s.content = ss.LastReplyWith, ss.LastInReplyTo, ss.LastPerf, ss.Content
+		s.lastReplyWith, s.lastInReplyTo, s.lastPerf, s.lastSender, s.content = ss.LastReplyWith, ss.LastInReplyTo, ss.LastPerf, ss.LastSender, ss.Content
 		s.sent, s.vars, s.srcTimes = ss.Sent, ss.Vars, ss.SrcTimes
 		for _, c := range ss.Commits {
 			s.commits = append(s.commits, commitInst{state: c.State, epoch: c.Epoch})
 		}
-		h.sessions = append(h.sessions, s)
+		if pr.manyRole < 0 && len(h.sessions) == 0 {
+			h.one[0] = s
+			h.sessions = h.one[:1]
+		} else {
+			h.sessions = append(h.sessions, s)
+		}
 		if pr.manyRole >= 0 {
 			if h.bySender == nil {
 				h.bySender = map[string]int{}
