@@ -82,18 +82,15 @@ type Handler struct {
 	mode    Mode
 	started bool
 	done    bool
-	counter      uint64 // advanced at every state change and decision
-	seq          uint64 // reply-with numbers
-	peers        []string
+	counter uint64 // advanced at every state change and decision
+	seq     uint64 // reply-with numbers
+	peers   []string
 	// sessions holds one session, or one per peer of the many role.
 	sessions []session
-	bySender map[string]int
-	// Many-role bookkeeping: sessions at a join state, ended sessions, and
-	// the pending group (initial broadcast) and join decisions.
-	atJoin      int32
-	ended       int32
-	groupTicket uint64
-	joinTicket  uint64
+	// many holds the bookkeeping of a handler with a many role's sessions
+	// (nil otherwise); ended counts ended sessions.
+	many  *manyState
+	ended int32
 	// Storage for the common case, so a handler is one allocation: one
 	// session, and the agents of up to two roles.
 	one     [1]session
@@ -106,24 +103,36 @@ type session struct {
 	timedOutFrom int32
 	epoch        uint64
 	ticket       uint64
-	deadlines    []time.Time
+	// deadlines holds, for each timer the state armed, when it fires (Unix
+	// nanoseconds; 0 for none), to tell late messages.
+	deadlines []int64
 	// The last message received: for in-reply-to, duplicates and the data
 	// a decision sees.
 	lastReplyWith string
 	lastInReplyTo string
-	lastPerf      string
+	lastMsg       int32 // the message type, plus one; 0 for none
 	lastSender    string
 	content       map[string]any
 	// reply-with of the last two messages sent to this peer.
 	sent     [2]string
 	vars     map[string]any
-	srcTimes []time.Time
+	srcTimes []int64 // the latest value of each deadline source (Unix nanoseconds)
 	commits  []commitInst
 }
 
 type commitInst struct {
 	state CommitmentState
 	epoch uint64
+}
+
+// manyState is what a handler keeping one session per peer of a many
+// role needs besides: sessions by peer, how many are at a join, and the
+// pending group (opening broadcast) and join decisions.
+type manyState struct {
+	bySender    map[string]int
+	atJoin      int32
+	groupTicket uint64
+	joinTicket  uint64
 }
 
 // ticketSessionBits is the room tickets keep for a session index.
@@ -133,6 +142,9 @@ const ticketSessionBits = 24
 // this agent (self) plays the program's role.
 func (pr *Program) NewHandler(conversationID, self string, opts ...HandlerOption) (*Handler, error) {
 	h := &Handler{prog: pr, conv: conversationID, self: self}
+	if pr.manyRole >= 0 {
+		h.many = &manyState{}
+	}
 	h.peers = h.peerSlots()
 	h.peers[pr.roleIdx] = self
 	cfg := handlerConfig{h: h}
@@ -166,15 +178,15 @@ func newSession(peer string) session {
 }
 
 func (h *Handler) addSession(peer string) int {
-	if h.bySender == nil {
-		h.bySender = map[string]int{}
+	if h.many.bySender == nil {
+		h.many.bySender = map[string]int{}
 	}
-	if i, ok := h.bySender[peer]; ok {
+	if i, ok := h.many.bySender[peer]; ok {
 		return i
 	}
 	h.sessions = append(h.sessions, newSession(peer))
 	i := len(h.sessions) - 1
-	h.bySender[peer] = i
+	h.many.bySender[peer] = i
 	return i
 }
 
@@ -279,7 +291,7 @@ func (h *Handler) sessionIndex(peer string) (int, bool) {
 	if h.prog.manyRole < 0 {
 		return 0, peer == "" || peer == h.sessions[0].peer
 	}
-	i, ok := h.bySender[peer]
+	i, ok := h.many.bySender[peer]
 	return i, ok
 }
 
@@ -317,7 +329,7 @@ func (h *Handler) enter(i, st int, at time.Time, out *Queue, inGroup bool) {
 			h.emitTimer(out, TimerCancel, at, pr.timers[k].name, i, s.epoch, time.Time{})
 		}
 		if old.join && pr.manyRole >= 0 {
-			h.atJoin--
+			h.many.atJoin--
 		}
 	}
 	s.state = int32(st)
@@ -325,12 +337,13 @@ func (h *Handler) enter(i, st int, at time.Time, out *Queue, inGroup bool) {
 	s.ticket = 0
 	sp := &pr.states[st]
 	if cap(s.deadlines) < len(sp.arms) {
-		s.deadlines = make([]time.Time, len(sp.arms))
+		s.deadlines = make([]int64, len(sp.arms))
 	}
 	s.deadlines = s.deadlines[:len(sp.arms)]
 	for j, k := range sp.arms {
-		s.deadlines[j] = h.deadline(s, k, at)
-		h.emitTimer(out, TimerSet, at, pr.timers[k].name, i, s.epoch, s.deadlines[j])
+		d := h.deadline(s, k, at)
+		s.deadlines[j] = nanos(d)
+		h.emitTimer(out, TimerSet, at, pr.timers[k].name, i, s.epoch, d)
 	}
 	switch {
 	case sp.kind == policy.KindTerminal:
@@ -343,7 +356,7 @@ func (h *Handler) enter(i, st int, at time.Time, out *Queue, inGroup bool) {
 	case sp.child != nil:
 		h.loadChild(i, sp, at, out)
 	case sp.join && pr.manyRole >= 0:
-		h.atJoin++
+		h.many.atJoin++
 	case len(sp.sends) > 0 && !inGroup:
 		h.raise(i, at, out)
 	}
@@ -352,14 +365,23 @@ func (h *Handler) enter(i, st int, at time.Time, out *Queue, inGroup bool) {
 	}
 }
 
+// nanos returns t as Unix nanoseconds, or 0 for the zero time and times
+// int64 nanoseconds cannot hold.
+func nanos(t time.Time) int64 {
+	if y := t.Year(); t.IsZero() || y < 1678 || y > 2261 {
+		return 0
+	}
+	return t.UnixNano()
+}
+
 // deadline computes when timer k fires if armed at at in session s.
 func (h *Handler) deadline(s *session, k int, at time.Time) time.Time {
 	t := &h.prog.timers[k]
 	if t.src < 0 {
 		return at.Add(t.after)
 	}
-	if t.src < len(s.srcTimes) && !s.srcTimes[t.src].IsZero() {
-		return s.srcTimes[t.src]
+	if t.src < len(s.srcTimes) && s.srcTimes[t.src] != 0 {
+		return time.Unix(0, s.srcTimes[t.src]).UTC()
 	}
 	return at.Add(t.fallback)
 }
@@ -442,7 +464,7 @@ func (h *Handler) raise(i int, at time.Time, out *Queue) {
 // conversation starts with one message to all its peers.
 func (h *Handler) raiseGroup(at time.Time, out *Queue) {
 	t := h.ticketFor(-1)
-	h.groupTicket = t
+	h.many.groupTicket = t
 	e := out.decisions.get()
 	e.At, e.Ticket, e.Request = at, t, h.request(0, t)
 	e.Request.Peer = ""
@@ -452,7 +474,7 @@ func (h *Handler) raiseGroup(at time.Time, out *Queue) {
 // checkJoin releases a join once every session is at a join or ended and
 // some wait there without a decision.
 func (h *Handler) checkJoin(at time.Time, out *Queue) {
-	if h.atJoin == 0 || int(h.atJoin+h.ended) != len(h.sessions) {
+	if h.many.atJoin == 0 || int(h.many.atJoin+h.ended) != len(h.sessions) {
 		return
 	}
 	waiting := false
@@ -471,7 +493,7 @@ func (h *Handler) checkJoin(at time.Time, out *Queue) {
 // releaseJoin raises one decision for every session at a join.
 func (h *Handler) releaseJoin(at time.Time, out *Queue) {
 	t := h.ticketFor(-1)
-	h.joinTicket = t
+	h.many.joinTicket = t
 	e := out.decisions.get()
 	e.At, e.Ticket = at, t
 	first := true

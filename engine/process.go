@@ -75,7 +75,7 @@ func (h *Handler) received(e *MessageEvent, out *Queue) {
 	i := 0
 	if pr.manyRole >= 0 {
 		var ok bool
-		if i, ok = h.bySender[m.Sender]; !ok {
+		if i, ok = h.many.bySender[m.Sender]; !ok {
 			h.protocolError(out, at, ErrUnknownAgent, -1, m, false, "%q is not a %s of this conversation", m.Sender, pr.roles[pr.manyRole])
 			return
 		}
@@ -130,14 +130,15 @@ func (h *Handler) isLate(s *session, at time.Time, role int) (bool, time.Time) {
 		return false, time.Time{}
 	}
 	arms := h.prog.states[s.state].arms
+	atn := nanos(at)
 	for j, d := range s.deadlines {
-		if d.IsZero() || at.Before(d) {
+		if d == 0 || atn < d {
 			continue
 		}
 		if j < len(arms) && role < 64 && h.prog.timers[arms[j]].exempt&(1<<role) != 0 {
 			continue
 		}
-		return true, d
+		return true, time.Unix(0, d).UTC()
 	}
 	return false, time.Time{}
 }
@@ -166,7 +167,7 @@ func (h *Handler) afterEnd(i int, m *forms.Message, at time.Time, out *Queue) {
 }
 
 func (h *Handler) isDuplicate(s *session, m *forms.Message) bool {
-	if s.lastPerf == "" || m.Performative != s.lastPerf || m.InReplyTo != s.lastInReplyTo || m.Sender != s.lastSender {
+	if s.lastMsg == 0 || m.Performative != h.prog.msgs[s.lastMsg-1].form.Type.Performative || m.InReplyTo != s.lastInReplyTo || m.Sender != s.lastSender {
 		return false
 	}
 	if m.ReplyWith != "" || s.lastReplyWith != "" {
@@ -227,7 +228,7 @@ func (h *Handler) sent(e *MessageEvent, out *Queue) error {
 	if pr.manyRole >= 0 {
 		targets = targets[:0]
 		for _, r := range m.Receivers {
-			i, ok := h.bySender[r]
+			i, ok := h.many.bySender[r]
 			if !ok && len(h.sessions) == 0 || !ok && h.allAtInitial() {
 				i, ok = h.addSession(r), true
 				h.sessions[i].state = -1
@@ -318,14 +319,15 @@ func (h *Handler) apply(i int, t *transProg, m *forms.Message, at time.Time, out
 	mp := &pr.msgs[t.msg]
 	if len(mp.srcs) > 0 {
 		if s.srcTimes == nil {
-			s.srcTimes = make([]time.Time, len(pr.deadlineSrc))
+			s.srcTimes = make([]int64, len(pr.deadlineSrc))
 		}
 		for _, k := range mp.srcs {
-			s.srcTimes[k], _ = forms.Time(m, pr.deadlineSrc[k].field)
+			t, _ := forms.Time(m, pr.deadlineSrc[k].field)
+			s.srcTimes[k] = nanos(t)
 		}
 	}
 	if !sent {
-		s.lastReplyWith, s.lastInReplyTo, s.lastPerf, s.lastSender, s.content = m.ReplyWith, m.InReplyTo, m.Performative, m.Sender, m.Content
+		s.lastReplyWith, s.lastInReplyTo, s.lastMsg, s.lastSender, s.content = m.ReplyWith, m.InReplyTo, int32(t.msg+1), m.Sender, m.Content
 		if r := t.peer; r != pr.manyRole && h.peers[r] == "" {
 			h.peers[r] = m.Sender
 		}
@@ -380,9 +382,9 @@ func (h *Handler) evalSets(i int, t *transProg, m *forms.Message) ([]any, string
 func (h *Handler) answer(e *DecisionEvent, out *Queue) error {
 	idx := int(e.Ticket & (1<<ticketSessionBits - 1))
 	switch {
-	case idx == 0 && e.Ticket != 0 && e.Ticket == h.groupTicket:
+	case idx == 0 && e.Ticket != 0 && h.many != nil && e.Ticket == h.many.groupTicket:
 		return h.answerGroup(e, out)
-	case idx == 0 && e.Ticket != 0 && e.Ticket == h.joinTicket:
+	case idx == 0 && e.Ticket != 0 && h.many != nil && e.Ticket == h.many.joinTicket:
 		return h.answerJoin(e, out)
 	case idx == 0 || idx > len(h.sessions) || h.sessions[idx-1].ticket != e.Ticket || h.done:
 		h.protocolError(out, e.At, ErrStaleDecision, -1, nil, false, "decision for ticket %d is stale: the conversation moved on before it was answered", e.Ticket)
@@ -501,7 +503,7 @@ func (h *Handler) answerGroup(e *DecisionEvent, out *Queue) error {
 	}
 	ok, err := h.take(0, e.Answer.Choice, e.Answer.Content, e.Answer.ReplyBy, e.At, out, group)
 	if ok {
-		h.groupTicket = 0
+		h.many.groupTicket = 0
 	}
 	return err
 }
@@ -531,7 +533,7 @@ func (h *Handler) answerJoin(e *DecisionEvent, out *Queue) error {
 	}
 	// In peer order, not map order: the same inputs give the same outputs.
 	for _, peer := range slices.Sorted(maps.Keys(e.Answer.Sessions)) {
-		if i, ok := h.bySender[peer]; !ok || !slices.Contains(waiting, i) {
+		if i, ok := h.many.bySender[peer]; !ok || !slices.Contains(waiting, i) {
 			h.protocolError(out, e.At, ErrStaleDecision, -1, nil, false, "the join decision answers %q, which is not waiting at the join", peer)
 		}
 	}

@@ -3,7 +3,7 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
-	"time"
+	"slices"
 )
 
 // snapshotVersion is the version of the snapshot format.
@@ -35,15 +35,15 @@ type sessionSnapshot struct {
 	TimedOutFrom  string           `json:"timed_out_from,omitempty"`
 	Epoch         uint64           `json:"epoch"`
 	Ticket        uint64           `json:"ticket,omitempty"`
-	Deadlines     []time.Time      `json:"deadlines,omitempty"`
+	Deadlines     []int64          `json:"deadlines,omitempty"`
 	LastReplyWith string           `json:"last_reply_with,omitempty"`
 	LastInReplyTo string           `json:"last_in_reply_to,omitempty"`
-	LastPerf      string           `json:"last_performative,omitempty"`
+	LastMessage   string           `json:"last_message,omitempty"`
 	LastSender    string           `json:"last_sender,omitempty"`
 	Content       map[string]any   `json:"content,omitempty"`
 	Sent          [2]string        `json:"sent"`
 	Vars          map[string]any   `json:"vars,omitempty"`
-	SrcTimes      []time.Time      `json:"source_times,omitempty"`
+	SrcTimes      []int64          `json:"source_times,omitempty"`
 	Commits       []commitSnapshot `json:"commitments,omitempty"`
 }
 
@@ -68,15 +68,20 @@ func (h *Handler) Snapshot() ([]byte, error) {
 	sn := snapshot{
 		Version: snapshotVersion, Fingerprint: pr.fingerprint, Policy: pr.policy.Name, Role: pr.role,
 		Conversation: h.conv, Self: h.self, Mode: h.mode, Started: h.started, Done: h.done,
-		Counter: h.counter, Seq: h.seq, Peers: h.peers, AtJoin: h.atJoin, Ended: h.ended,
-		GroupTicket: h.groupTicket, JoinTicket: h.joinTicket,
+		Counter: h.counter, Seq: h.seq, Peers: h.peers, Ended: h.ended,
+	}
+	if h.many != nil {
+		sn.AtJoin, sn.GroupTicket, sn.JoinTicket = h.many.atJoin, h.many.groupTicket, h.many.joinTicket
 	}
 	for i := range h.sessions {
 		s := &h.sessions[i]
 		ss := sessionSnapshot{
 			Peer: s.peer, State: name(s.state), TimedOutFrom: name(s.timedOutFrom), Epoch: s.epoch, Ticket: s.ticket,
-			Deadlines: s.deadlines, LastReplyWith: s.lastReplyWith, LastInReplyTo: s.lastInReplyTo, LastPerf: s.lastPerf, LastSender: s.lastSender,
+			Deadlines: s.deadlines, LastReplyWith: s.lastReplyWith, LastInReplyTo: s.lastInReplyTo, LastSender: s.lastSender,
 			Content: s.content, Sent: s.sent, Vars: s.vars, SrcTimes: s.srcTimes,
+		}
+		if s.lastMsg > 0 {
+			ss.LastMessage = pr.msgs[s.lastMsg-1].name
 		}
 		for _, c := range s.commits {
 			ss.Commits = append(ss.Commits, commitSnapshot{State: c.state, Epoch: c.epoch})
@@ -107,8 +112,10 @@ func (pr *Program) Restore(data []byte) (*Handler, error) {
 	}
 	h := &Handler{
 		prog: pr, conv: sn.Conversation, self: sn.Self, mode: sn.Mode, started: sn.Started, done: sn.Done,
-		counter: sn.Counter, seq: sn.Seq, atJoin: sn.AtJoin, ended: sn.Ended,
-		groupTicket: sn.GroupTicket, joinTicket: sn.JoinTicket,
+		counter: sn.Counter, seq: sn.Seq, ended: sn.Ended,
+	}
+	if pr.manyRole >= 0 {
+		h.many = &manyState{atJoin: sn.AtJoin, groupTicket: sn.GroupTicket, joinTicket: sn.JoinTicket}
 	}
 	h.peers = h.peerSlots()
 	copy(h.peers, sn.Peers)
@@ -141,7 +148,14 @@ func (pr *Program) Restore(data []byte) (*Handler, error) {
 			return nil, fmt.Errorf("engine: restore: %d deadline sources, the program has %d", len(ss.SrcTimes), len(pr.deadlineSrc))
 		}
 		s.epoch, s.ticket, s.deadlines = ss.Epoch, ss.Ticket, ss.Deadlines
-		s.lastReplyWith, s.lastInReplyTo, s.lastPerf, s.lastSender, s.content = ss.LastReplyWith, ss.LastInReplyTo, ss.LastPerf, ss.LastSender, ss.Content
+		s.lastReplyWith, s.lastInReplyTo, s.lastSender, s.content = ss.LastReplyWith, ss.LastInReplyTo, ss.LastSender, ss.Content
+		if ss.LastMessage != "" {
+			k := slices.IndexFunc(pr.msgs, func(m msgProg) bool { return m.name == ss.LastMessage })
+			if k < 0 {
+				return nil, fmt.Errorf("engine: restore: the program has no message type %q", ss.LastMessage)
+			}
+			s.lastMsg = int32(k + 1)
+		}
 		s.sent, s.vars, s.srcTimes = ss.Sent, ss.Vars, ss.SrcTimes
 		for _, c := range ss.Commits {
 			s.commits = append(s.commits, commitInst{state: c.State, epoch: c.Epoch})
@@ -153,10 +167,10 @@ func (pr *Program) Restore(data []byte) (*Handler, error) {
 			h.sessions = append(h.sessions, s)
 		}
 		if pr.manyRole >= 0 {
-			if h.bySender == nil {
-				h.bySender = map[string]int{}
+			if h.many.bySender == nil {
+				h.many.bySender = map[string]int{}
 			}
-			h.bySender[s.peer] = len(h.sessions) - 1
+			h.many.bySender[s.peer] = len(h.sessions) - 1
 		}
 	}
 	if pr.manyRole < 0 && len(h.sessions) != 1 {
