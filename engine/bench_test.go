@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"fmt"
 	"runtime"
 	"strconv"
 	"testing"
@@ -180,5 +181,109 @@ func BenchmarkLiveHandlerBytes(b *testing.B) {
 			b.Fatal("not waiting in requested")
 		}
 		runtime.KeepAlive(handlers)
+	}
+}
+
+// contractNet runs one whole Contract Net conversation with n
+// participants: the cfp to all, a proposal from each, one join decision
+// accepting the first and rejecting the rest, and the winner's result.
+func contractNet(tb testing.TB, ini, par *engine.Program, peers []string, q *engine.Queue) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	hi, err := ini.NewHandler("cn", "buyer", engine.WithPeers("Participant", peers...))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	q.Reset()
+	_ = hi.Start(t0, q)
+	d := lastDecision(q)
+	q.Reset()
+	_ = hi.Process(&engine.DecisionEvent{At: t0, Ticket: d, Answer: decision.Answer{Choice: "cfp", Content: map[string]any{"task": "t"}}}, q)
+	cfp := lastMessage(q)
+	hps := make([]*engine.Handler, len(peers))
+	proposals := make([]*forms.Message, len(peers))
+	price := map[string]any{"price": 1}
+	for i, p := range peers {
+		hp, _ := par.NewHandler("cn", p)
+		q.Reset()
+		_ = hp.Start(t0, q)
+		q.Reset()
+		_ = hp.Process(&engine.MessageEvent{At: t0, Message: cfp}, q)
+		d := lastDecision(q)
+		q.Reset()
+		_ = hp.Process(&engine.DecisionEvent{At: t0, Ticket: d, Answer: decision.Answer{Choice: "propose", Content: price}}, q)
+		proposals[i] = lastMessage(q)
+		hps[i] = hp
+	}
+	var join *engine.DecisionEvent
+	for _, m := range proposals {
+		q.Reset()
+		_ = hi.Process(&engine.MessageEvent{At: t0, Message: m}, q)
+		for _, e := range q.Events() {
+			if de, ok := e.(*engine.DecisionEvent); ok && len(de.Request.Sessions) > 0 {
+				c := *de
+				join = &c
+			}
+		}
+	}
+	if join == nil {
+		tb.Fatal("no join decision")
+	}
+	answer := decision.Answer{Sessions: make(map[string]decision.SessionAnswer, len(peers))}
+	for i, p := range peers {
+		choice := "reject-proposal"
+		if i == 0 {
+			choice = "accept-proposal"
+		}
+		answer.Sessions[p] = decision.SessionAnswer{Choice: choice}
+	}
+	q.Reset()
+	_ = hi.Process(&engine.DecisionEvent{At: t0, Ticket: join.Ticket, Answer: answer}, q)
+	var awards []*forms.Message
+	for _, e := range q.Events() {
+		if m, ok := e.(*engine.MessageEvent); ok {
+			c := *m.Message
+			awards = append(awards, &c)
+		}
+	}
+	// awards[0] goes to the winner; the rejections end the others.
+	var resultTicket uint64
+	for _, m := range awards {
+		i, _ := strconv.Atoi(m.Receivers[0][1:])
+		q.Reset()
+		_ = hps[i].Process(&engine.MessageEvent{At: t0, Message: m}, q)
+		if i == 0 {
+			resultTicket = lastDecision(q)
+		}
+	}
+	q.Reset()
+	_ = hps[0].Process(&engine.DecisionEvent{At: t0, Ticket: resultTicket, Answer: decision.Answer{Choice: "inform-done", Content: map[string]any{"done": true}}}, q)
+	m := lastMessage(q)
+	q.Reset()
+	_ = hi.Process(&engine.MessageEvent{At: t0, Message: m}, q)
+	if !hi.Done() {
+		tb.Fatalf("contract net with %d participants did not end", len(peers))
+	}
+}
+
+func BenchmarkContractNet(b *testing.B) {
+	p, err := policies.Load("fipa-contract-net")
+	if err != nil {
+		b.Fatal(err)
+	}
+	ini, _ := engine.Compile(p, "Initiator")
+	par, _ := engine.Compile(p, "Participant")
+	for _, n := range []int{10, 100, 1000} {
+		peers := make([]string, n)
+		for i := range peers {
+			peers[i] = "p" + strconv.Itoa(i)
+		}
+		b.Run(fmt.Sprintf("participants=%d", n), func(b *testing.B) {
+			var q engine.Queue
+			b.ReportAllocs()
+			for b.Loop() {
+				contractNet(b, ini, par, peers, &q)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/participant")
+		})
 	}
 }
