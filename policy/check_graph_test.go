@@ -46,19 +46,6 @@ func TestCheckInitialState(t *testing.T) {
 			want:  []string{`test.yaml:11:10: error: initial state "done" is terminal, so no message can ever be exchanged [CP011]`},
 		},
 		{
-			name: "no states at all",
-			src: `policy: test
-version: 1
-roles: [Initiator, Participant]
-states: {}
-`,
-			want: []string{
-				`test.yaml:3:9: warning: role "Initiator" takes part in no transition [CP022]`,
-				`test.yaml:3:20: warning: role "Participant" takes part in no transition [CP022]`,
-				`test.yaml:4:9: error: the policy declares no states, so it has no initial state [CP011]`,
-			},
-		},
-		{
 			name: "XML: no initial attribute means the first state",
 			src:  xmlBase,
 		},

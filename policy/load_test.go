@@ -99,6 +99,14 @@ func TestLoadYAMLKeys(t *testing.T) {
 			want: []string{`test.yaml:4:1: error: unknown key "mesages" in the policy; did you mean "messages"? [CP002]`},
 		},
 		{
+			name: "no roles and no states",
+			src:  "policy: p\nversion: 1\nroles: []\nstates: {}\n",
+			want: []string{
+				`test.yaml:3:8: error: the policy declares no roles [CP004]`,
+				`test.yaml:4:9: error: the policy declares no states [CP004]`,
+			},
+		},
+		{
 			name: "unknown key far from any known one",
 			src:  minimal + "author: me\n",
 			want: []string{`test.yaml:9:1: error: unknown key "author" in the policy [CP002]`},
@@ -423,9 +431,9 @@ func TestLoadLimits(t *testing.T) {
 		},
 		{
 			name: "more XML states than the state limit, reported once",
-			src:  `<policy name="tiny" version="1"><state name="a" outcome="a"/><state name="b" outcome="b"/><state name="c" outcome="c"/><state name="d" outcome="d"/></policy>`,
+			src:  `<policy name="tiny" version="1"><role name="A"/><state name="a" outcome="a"/><state name="b" outcome="b"/><state name="c" outcome="c"/><state name="d" outcome="d"/></policy>`,
 			opts: []policy.LoadOption{policy.WithLimits(policy.Limits{MaxStates: 2})},
-			want: []string{`test.xml:1:91: error: more than 2 states [CP006]`},
+			want: []string{`test.xml:1:107: error: more than 2 states [CP006]`},
 		},
 	})
 }
@@ -501,6 +509,14 @@ func TestLoadXML(t *testing.T) {
 			src:  strings.Replace(minimalXML, `<guard>content.amount &gt; 0</guard>`, `<guard>content.amount &gt; 0</guard><set var="x">1<x/></set>`, 1),
 			want: []string{
 				`test.xml:10:57: error: <set> cannot hold elements such as <x>; write markup in expressions and docs as &lt; or in CDATA [CP002]`,
+			},
+		},
+		{
+			name: "no roles and no states",
+			src:  `<policy name="p" version="1"/>`,
+			want: []string{
+				`test.xml:1:15: error: the policy declares no roles (add <role name="..."/> elements) [CP004]`,
+				`test.xml:1:15: error: the policy declares no states (add <state name="..."> elements) [CP004]`,
 			},
 		},
 		{

@@ -418,6 +418,12 @@ func (l *xmlLoader) policy(root *etree.Element) *Policy {
 			}
 		}
 	})
+	if len(p.Roles) == 0 {
+		l.d.errorf(CodeMissingField, p.Pos, "the policy declares no roles (add <role name=\"...\"/> elements)")
+	}
+	if len(p.States) == 0 {
+		l.d.errorf(CodeMissingField, p.Pos, "the policy declares no states (add <state name=\"...\"> elements)")
+	}
 	if p.Initial.IsZero() && len(p.States) > 0 {
 		p.Initial = Ref{Name: p.States[0].Name, Pos: p.States[0].Pos}
 	}

@@ -427,6 +427,7 @@ func (l *yamlLoader) policy(root *yaml.Node) *Policy {
 			l.d.errorf(CodeMissingField, start, "the policy has no %q key", key)
 		}
 	}
+
 	if p.Pos == (Pos{}) {
 		p.Pos = start
 	}
@@ -441,6 +442,10 @@ func (l *yamlLoader) policy(root *yaml.Node) *Policy {
 
 func (l *yamlLoader) roles(p *Policy, n *yaml.Node) {
 	if n = l.node(n, 1); n == nil {
+		return
+	}
+	if (n.Kind == yaml.SequenceNode || n.Kind == yaml.MappingNode) && len(n.Content) == 0 {
+		l.d.errorf(CodeMissingField, l.pos(n), "the policy declares no roles")
 		return
 	}
 	switch n.Kind {
@@ -689,6 +694,10 @@ func (l *yamlLoader) states(p *Policy, n *yaml.Node) {
 		return
 	}
 	pairs := l.pairs(n, 1, false)
+	if len(pairs) == 0 {
+		l.d.errorf(CodeMissingField, l.pos(n), "the policy declares no states")
+		return
+	}
 	if len(pairs) > l.limits.MaxStates {
 		l.d.errorf(CodeLimit, l.pos(n), "%d states, more than the limit of %d", len(pairs), l.limits.MaxStates)
 		return
