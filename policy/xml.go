@@ -243,6 +243,9 @@ func (l *xmlLoader) attrs(e *etree.Element, allowed, required []string) map[stri
 			l.d.errorf(CodeUnknownField, l.attrPos(e, name), "unknown attribute %q on <%s>%s", name, e.Tag, didYouMean(name, allowed))
 			continue
 		}
+		if a.Value == "" {
+			l.d.errorf(CodeInvalidValue, l.attrPos(e, name), "attribute %q of <%s> is empty", name, e.Tag)
+		}
 		if _, dup := out[name]; dup {
 			seen[name]++
 			l.d.errorf(CodeDuplicate, l.attrPosN(e, name, seen[name]), "attribute %q is given twice on <%s>", name, e.Tag).related(l.attrPos(e, name), "first given here")
