@@ -37,9 +37,13 @@ const (
 type Program struct {
 	Src  *policy.Expr
 	prog *vm.Program
+	fast *presence // a native form of the expression, when it has one
 }
 
-var vms = sync.Pool{New: func() any { return &vm.VM{MemoryBudget: MemoryBudget} }}
+var (
+	vms  = sync.Pool{New: func() any { return &vm.VM{MemoryBudget: MemoryBudget} }}
+	envs = sync.Pool{New: func() any { return new(Env) }}
+)
 
 // Compile compiles e for evaluation against an Env. The policy's checks
 // type-check expressions against the message schemas; this compilation
@@ -49,14 +53,20 @@ func Compile(e *policy.Expr) (*Program, error) {
 	if err != nil {
 		return nil, &EvalError{Expr: e, Err: err}
 	}
-	return &Program{Src: e, prog: prog}, nil
+	return &Program{Src: e, prog: prog, fast: presenceOf(e.Src)}, nil
 }
 
-// Eval evaluates the program against env.
+// Eval evaluates the program against env. It does not keep env, so the
+// caller's Env need not escape to the heap: the program runs on a pooled
+// copy.
 func (p *Program) Eval(env *Env) (any, error) {
 	m := vms.Get().(*vm.VM)
 	m.MemoryBudget = MemoryBudget
-	out, err := m.Run(p.prog, env)
+	e := envs.Get().(*Env)
+	*e = *env
+	out, err := m.Run(p.prog, e)
+	*e = Env{}
+	envs.Put(e)
 	vms.Put(m)
 	if err != nil {
 		return nil, &EvalError{Expr: p.Src, Err: err}
@@ -66,6 +76,9 @@ func (p *Program) Eval(env *Env) (any, error) {
 
 // Bool evaluates the program and requires a boolean result.
 func (p *Program) Bool(env *Env) (bool, error) {
+	if p.fast != nil {
+		return p.fast.eval(env.Content), nil
+	}
 	out, err := p.Eval(env)
 	if err != nil {
 		return false, err

@@ -62,7 +62,7 @@ func (h *Handler) commitMove(i, k int, to CommitmentState, at time.Time, cause s
 	s := &h.sessions[i]
 	c := &pr.commits[k]
 	inst := &s.commits[k]
-	name := commitTimerPrefix + c.name
+	name := c.timerName
 	if (inst.state == CommitmentConditional && c.expires >= 0) || (inst.state == CommitmentDetached && c.deadline >= 0) {
 		h.emitTimer(out, TimerCancel, at, name, i, inst.epoch, time.Time{})
 	}

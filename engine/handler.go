@@ -8,7 +8,6 @@ import (
 
 	"github.com/parleyhq/parley/decision"
 	"github.com/parleyhq/parley/forms"
-	"github.com/parleyhq/parley/policy"
 )
 
 // Mode says what a handler does with a violation.
@@ -104,8 +103,10 @@ type session struct {
 	epoch        uint64
 	ticket       uint64
 	// deadlines holds, for each timer the state armed, when it fires (Unix
-	// nanoseconds; 0 for none), to tell late messages.
+	// nanoseconds; 0 for none), to tell late messages. It points into dl
+	// while one is enough.
 	deadlines []int64
+	dl        [1]int64
 	// The last message received: for in-reply-to, duplicates and the data
 	// a decision sees.
 	lastReplyWith string
@@ -117,6 +118,7 @@ type session struct {
 	sent     [2]string
 	vars     map[string]any
 	srcTimes []int64 // the latest value of each deadline source (Unix nanoseconds)
+	src      [1]int64
 	commits  []commitInst
 }
 
@@ -336,7 +338,10 @@ func (h *Handler) enter(i, st int, at time.Time, out *Queue, inGroup bool) {
 	s.epoch = h.next()
 	s.ticket = 0
 	sp := &pr.states[st]
-	if cap(s.deadlines) < len(sp.arms) {
+	switch {
+	case len(sp.arms) <= len(s.dl):
+		s.deadlines = s.dl[:]
+	case cap(s.deadlines) < len(sp.arms):
 		s.deadlines = make([]int64, len(sp.arms))
 	}
 	s.deadlines = s.deadlines[:len(sp.arms)]
@@ -346,7 +351,7 @@ func (h *Handler) enter(i, st int, at time.Time, out *Queue, inGroup bool) {
 		h.emitTimer(out, TimerSet, at, pr.timers[k].name, i, s.epoch, d)
 	}
 	switch {
-	case sp.kind == policy.KindTerminal:
+	case sp.terminal:
 		h.endCommitments(i, at, out)
 		h.ended++
 		if int(h.ended) == len(h.sessions) {
@@ -368,7 +373,9 @@ func (h *Handler) enter(i, st int, at time.Time, out *Queue, inGroup bool) {
 // nanos returns t as Unix nanoseconds, or 0 for the zero time and times
 // int64 nanoseconds cannot hold.
 func nanos(t time.Time) int64 {
-	if y := t.Year(); t.IsZero() || y < 1678 || y > 2261 {
+	// About the years 1678 to 2261, without the cost of computing a year.
+	const limit = 9_200_000_000
+	if u := t.Unix(); t.IsZero() || u < -limit || u > limit {
 		return 0
 	}
 	return t.UnixNano()

@@ -11,7 +11,6 @@ import (
 
 	"github.com/parleyhq/parley/decision"
 	"github.com/parleyhq/parley/forms"
-	"github.com/parleyhq/parley/policy"
 )
 
 // match is the transition a message was classified into.
@@ -26,15 +25,19 @@ type match struct {
 // agent is the agent that m comes from (for receives) or goes to (for
 // sends); a transition whose role is bound to another agent matches with
 // agentOK false, so observe mode can still apply it.
-func (h *Handler) classify(i int, list []transProg, m *forms.Message, agent string, recv bool) (match, error) {
+func (h *Handler) classify(i int, list []transProg, matchRules bool, m *forms.Message, agent string, recv bool) (match, error) {
 	var best, fallback match
-	for pass := 0; pass < 2 && best.t == nil; pass++ {
+	first := 0
+	if !matchRules {
+		first = 1 // no form here has a match rule: one pass is enough
+	}
+	for pass := first; pass < 2 && best.t == nil; pass++ {
 		for k := range list {
 			t := &list[k]
-			f := h.prog.msgs[t.msg].form
-			if f.Type.Performative != m.Performative || f.HasMatch() != (pass == 0) {
+			if t.perf != m.Performative || t.hasMatch != (pass == 0) {
 				continue
 			}
+			f := t.form
 			if pass == 0 && !f.Matches(m) {
 				continue
 			}
@@ -64,6 +67,16 @@ func (h *Handler) classify(i int, list []transProg, m *forms.Message, agent stri
 	return best, nil
 }
 
+// hasMatchRule reports whether a form of list has a match rule.
+func hasMatchRule(pr *Program, list []transProg) bool {
+	for k := range list {
+		if pr.msgs[list[k].msg].form.HasMatch() {
+			return true
+		}
+	}
+	return false
+}
+
 // received handles a message from a peer.
 func (h *Handler) received(e *MessageEvent, out *Queue) {
 	m, at := e.Message, e.At
@@ -81,12 +94,12 @@ func (h *Handler) received(e *MessageEvent, out *Queue) {
 		}
 	}
 	s := &h.sessions[i]
-	if h.done || pr.states[s.state].kind == policy.KindTerminal {
+	if h.done || pr.states[s.state].terminal {
 		h.afterEnd(i, m, at, out)
 		return
 	}
 	sp := &pr.states[s.state]
-	mt, err := h.classify(i, sp.recvs, m, m.Sender, true)
+	mt, err := h.classify(i, sp.recvs, sp.recvMatch, m, m.Sender, true)
 	if err != nil {
 		h.protocolError(out, at, ErrExpression, i, m, false, "%v", err)
 		return
@@ -126,7 +139,7 @@ func (h *Handler) received(e *MessageEvent, out *Queue) {
 // isLate reports whether a message role sends at time at comes after a
 // deadline of the session's state that bounds that role.
 func (h *Handler) isLate(s *session, at time.Time, role int) (bool, time.Time) {
-	if at.IsZero() || s.state < 0 {
+	if len(s.deadlines) == 0 || at.IsZero() || s.state < 0 {
 		return false, time.Time{}
 	}
 	arms := h.prog.states[s.state].arms
@@ -154,7 +167,7 @@ func (h *Handler) afterEnd(i int, m *forms.Message, at time.Time, out *Queue) {
 		what = "the session with " + s.peer
 	}
 	if s.timedOutFrom >= 0 {
-		if mt, err := h.classify(i, pr.states[s.timedOutFrom].recvs, m, m.Sender, true); err == nil && mt.t != nil {
+		if mt, err := h.classify(i, pr.states[s.timedOutFrom].recvs, pr.states[s.timedOutFrom].recvMatch, m, m.Sender, true); err == nil && mt.t != nil {
 			h.protocolError(out, at, ErrLate, i, m, false, "%s from %q is late: state %q timed out and %s ended with outcome %q", pr.msgs[mt.t.msg].name, m.Sender, pr.states[s.timedOutFrom].name, what, pr.states[s.state].outcome)
 			return
 		}
@@ -203,12 +216,12 @@ func (h *Handler) unexpected(i int, m *forms.Message, at time.Time, out *Queue) 
 		return
 	}
 	if s.timedOutFrom >= 0 {
-		if mt, err := h.classify(i, pr.states[s.timedOutFrom].recvs, m, m.Sender, true); err == nil && mt.t != nil {
+		if mt, err := h.classify(i, pr.states[s.timedOutFrom].recvs, pr.states[s.timedOutFrom].recvMatch, m, m.Sender, true); err == nil && mt.t != nil {
 			h.protocolError(out, at, ErrLate, i, m, false, "%s from %q is late: state %q timed out; %s", pr.msgs[mt.t.msg].name, m.Sender, pr.states[s.timedOutFrom].name, sp.allowText)
 			return
 		}
 	}
-	if mt, err := h.classify(i, sp.sends, m, m.Sender, true); err == nil && mt.t != nil {
+	if mt, err := h.classify(i, sp.sends, sp.sendMatch, m, m.Sender, true); err == nil && mt.t != nil {
 		h.protocolError(out, at, ErrWrongRole, i, m, false, "%q sent %s, which only %s sends here; %s", m.Sender, pr.msgs[mt.t.msg].name, pr.role, sp.allowText)
 		return
 	}
@@ -243,9 +256,9 @@ func (h *Handler) sent(e *MessageEvent, out *Queue) error {
 	}
 	for _, i := range targets {
 		s := &h.sessions[i]
-		if h.done || pr.states[s.state].kind == policy.KindTerminal {
+		if h.done || pr.states[s.state].terminal {
 			if s.timedOutFrom >= 0 {
-				if mt, err := h.classify(i, pr.states[s.timedOutFrom].sends, m, "", false); err == nil && mt.t != nil {
+				if mt, err := h.classify(i, pr.states[s.timedOutFrom].sends, pr.states[s.timedOutFrom].sendMatch, m, "", false); err == nil && mt.t != nil {
 					h.protocolError(out, at, ErrLate, i, m, false, "%s sent by %q is late: state %q timed out and the conversation ended with outcome %q", pr.msgs[mt.t.msg].name, m.Sender, pr.states[s.timedOutFrom].name, pr.states[s.state].outcome)
 					continue
 				}
@@ -261,13 +274,13 @@ func (h *Handler) sent(e *MessageEvent, out *Queue) error {
 		if pr.manyRole >= 0 {
 			agent = s.peer
 		}
-		mt, err := h.classify(i, sp.sends, m, agent, false)
+		mt, err := h.classify(i, sp.sends, sp.sendMatch, m, agent, false)
 		if err != nil {
 			h.protocolError(out, at, ErrExpression, i, m, false, "%v", err)
 			continue
 		}
 		if mt.t == nil {
-			if mt2, err := h.classify(i, sp.recvs, m, agent, false); err == nil && mt2.t != nil {
+			if mt2, err := h.classify(i, sp.recvs, sp.recvMatch, m, agent, false); err == nil && mt2.t != nil {
 				h.protocolError(out, at, ErrWrongRole, i, m, false, "%q sent %s, which only %s sends here", m.Sender, pr.msgs[mt2.t.msg].name, pr.roles[mt2.t.peer])
 				continue
 			}
@@ -319,7 +332,11 @@ func (h *Handler) apply(i int, t *transProg, m *forms.Message, at time.Time, out
 	mp := &pr.msgs[t.msg]
 	if len(mp.srcs) > 0 {
 		if s.srcTimes == nil {
-			s.srcTimes = make([]int64, len(pr.deadlineSrc))
+			if len(pr.deadlineSrc) <= len(s.src) {
+				s.srcTimes = s.src[:len(pr.deadlineSrc)]
+			} else {
+				s.srcTimes = make([]int64, len(pr.deadlineSrc))
+			}
 		}
 		for _, k := range mp.srcs {
 			t, _ := forms.Time(m, pr.deadlineSrc[k].field)
@@ -450,7 +467,11 @@ func (h *Handler) take(i int, choice string, content map[string]any, replyBy tim
 		if agent == "" {
 			return false, fmt.Errorf("engine: no agent plays %s in conversation %q: bind one with WithPeers", pr.roles[t.peer], h.conv)
 		}
-		receivers = []string{agent}
+		if t.peer == pr.manyRole {
+			receivers = []string{agent}
+		} else {
+			receivers = h.peers[t.peer : t.peer+1 : t.peer+1] // shared, read-only: no copy
+		}
 	} else {
 		receivers = make([]string, len(group))
 		for k, j := range group {

@@ -39,15 +39,19 @@ type fieldSrc struct {
 }
 
 type stateProg struct {
-	name    string
-	kind    policy.StateKind
-	outcome string
-	join    bool
-	arms    []int
-	sends   []transProg
-	recvs   []transProg
-	timeout []transProg
-	returns []transProg
+	name     string
+	kind     policy.StateKind
+	terminal bool
+	// recvMatch and sendMatch say whether a form of recvs or sends has a
+	// match rule (else classifying needs one pass).
+	recvMatch, sendMatch bool
+	outcome              string
+	join                 bool
+	arms                 []int
+	sends                []transProg
+	recvs                []transProg
+	timeout              []transProg
+	returns              []transProg
 	// choices are the keys of sends, precomputed for states whose sends
 	// have no guards.
 	choices   []string
@@ -57,14 +61,19 @@ type stateProg struct {
 }
 
 type transProg struct {
-	key     string
-	msg     int // message type, for sends and receives
-	peer    int // the other role, for sends and receives
-	timer   int
-	outcome string
-	next    int
-	guard   *decision.Program
-	sets    []setProg
+	key string
+	msg int // message type, for sends and receives
+	// The message type's form, performative and whether it has a match
+	// rule, copied here so classifying touches one struct.
+	form     *forms.Form
+	perf     string
+	hasMatch bool
+	peer     int // the other role, for sends and receives
+	timer    int
+	outcome  string
+	next     int
+	guard    *decision.Program
+	sets     []setProg
 }
 
 type setProg struct {
@@ -95,6 +104,7 @@ type timerProg struct {
 
 type commitProg struct {
 	name             string
+	timerName        string // commitTimerPrefix + name
 	debtor, creditor int
 	detachable       bool
 	expires          int // timer index or -1
@@ -242,7 +252,7 @@ func build(p *policy.Policy, role string, proj *policy.Projection, o *compileOpt
 	}
 	for ci, c := range p.Commitments {
 		pr.commits = append(pr.commits, commitProg{
-			name: c.Name, debtor: roleIdx[c.Debtor.Name], creditor: roleIdx[c.Creditor.Name],
+			name: c.Name, timerName: commitTimerPrefix + c.Name, debtor: roleIdx[c.Debtor.Name], creditor: roleIdx[c.Creditor.Name],
 			detachable: len(c.Detach) > 0, expires: timerOf(c.Expires), deadline: timerOf(c.Deadline),
 		})
 		for _, op := range []struct {
@@ -317,6 +327,8 @@ func build(p *policy.Policy, role string, proj *policy.Projection, o *compileOpt
 			case policy.ActionSend, policy.ActionReceive:
 				tp.key = t.MessageKey()
 				tp.msg = msgIdx[t.Message.Name]
+				tp.form = pr.msgs[tp.msg].form
+				tp.perf, tp.hasMatch = tp.form.Type.Performative, tp.form.HasMatch()
 				tp.peer = roleIdx[lt.Peer]
 				if lt.Action == policy.ActionSend {
 					sp.sends = append(sp.sends, tp)
@@ -337,6 +349,8 @@ func build(p *policy.Policy, role string, proj *policy.Projection, o *compileOpt
 			}
 		}
 		sp.allowText = allowText(p, pr, &sp)
+		sp.terminal = sp.kind == policy.KindTerminal
+		sp.recvMatch, sp.sendMatch = hasMatchRule(pr, sp.recvs), hasMatchRule(pr, sp.sends)
 		pr.states = append(pr.states, sp)
 	}
 	pr.initial = 0
