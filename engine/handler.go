@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -57,6 +58,7 @@ func WithPeers(role string, agents ...string) HandlerOption {
 			return
 		}
 		if idx == h.prog.manyRole {
+			h.sessions = slices.Grow(h.sessions, len(agents))
 			for _, a := range agents {
 				h.addSession(a)
 			}

@@ -3,7 +3,6 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -532,9 +531,11 @@ func (h *Handler) answerGroup(e *DecisionEvent, out *Queue) error {
 // answerJoin applies a join decision: one answer per waiting session.
 func (h *Handler) answerJoin(e *DecisionEvent, out *Queue) error {
 	var waiting []int
+	isWaiting := make([]bool, len(h.sessions))
 	for i := range h.sessions {
 		if h.sessions[i].ticket == e.Ticket {
 			waiting = append(waiting, i)
+			isWaiting[i] = true
 		}
 	}
 	var missing []string
@@ -552,11 +553,16 @@ func (h *Handler) answerJoin(e *DecisionEvent, out *Queue) error {
 			return err
 		}
 	}
-	// In peer order, not map order: the same inputs give the same outputs.
-	for _, peer := range slices.Sorted(maps.Keys(e.Answer.Sessions)) {
-		if i, ok := h.many.bySender[peer]; !ok || !slices.Contains(waiting, i) {
-			h.protocolError(out, e.At, ErrStaleDecision, -1, nil, false, "the join decision answers %q, which is not waiting at the join", peer)
+	var stale []string
+	for peer := range e.Answer.Sessions {
+		if i, ok := h.many.bySender[peer]; !ok || !isWaiting[i] {
+			stale = append(stale, peer)
 		}
+	}
+	// In peer order, not map order: the same inputs give the same outputs.
+	slices.Sort(stale)
+	for _, peer := range stale {
+		h.protocolError(out, e.At, ErrStaleDecision, -1, nil, false, "the join decision answers %q, which is not waiting at the join", peer)
 	}
 	if len(missing) > 0 {
 		slices.Sort(missing)
