@@ -6,9 +6,10 @@ import (
 	"slices"
 )
 
-// suggest returns the candidate nearest to name by edit distance when it is
-// near enough to be a likely typo, or "".
-func suggest(name string, candidates []string) string {
+// Suggest returns the candidate nearest to name by edit distance (a swap
+// of neighbouring letters counting as one edit) when it is near enough to
+// be a likely typo, or "". Tools use it for "did you mean" messages.
+func Suggest(name string, candidates []string) string {
 	best, bestDist := "", 0
 	limit := max(1, len(name)/3)
 	for _, c := range candidates {
@@ -28,7 +29,7 @@ func suggest(name string, candidates []string) string {
 
 // didYouMean returns `; did you mean "x"?` for the nearest candidate, or "".
 func didYouMean(name string, candidates []string) string {
-	if s := suggest(name, candidates); s != "" {
+	if s := Suggest(name, candidates); s != "" {
 		return fmt.Sprintf("; did you mean %q?", s)
 	}
 	return ""

@@ -170,7 +170,7 @@ func bindRoles(p *policy.Policy, entries []Entry, bind map[string][]string) (map
 	for _, role := range boundRoles {
 		if p.Role(role) == nil {
 			hint := ""
-			if near := nearest(role, roleNames); near != "" {
+			if near := policy.Suggest(role, roleNames); near != "" {
 				hint = fmt.Sprintf("; did you mean %q?", near)
 			}
 			return nil, &BindingError{fmt.Sprintf("-bind %s=...: policy %q has no role %q%s (roles: %s)", role, p.Name, role, hint, strings.Join(roleNames, ", "))}

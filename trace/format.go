@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/forms"
+	"github.com/parleyhq/parley/policy"
 )
 
 // Line is one line of a trace, as written.
@@ -161,46 +162,10 @@ func a(kind string) string {
 
 func unknownField(k string) string {
 	msg := fmt.Sprintf("unknown field %q, ignored", k)
-	if near := nearest(k, fields); near != "" {
+	if near := policy.Suggest(k, fields); near != "" {
 		msg += fmt.Sprintf("; did you mean %q?", near)
 	}
 	return msg
-}
-
-// nearest returns the candidate closest to s when it is close enough to
-// be a likely typo, or "".
-func nearest(s string, candidates []string) string {
-	best, bestDist := "", 0
-	for _, c := range candidates {
-		if d := editDistance(strings.ToLower(s), strings.ToLower(c)); best == "" || d < bestDist {
-			best, bestDist = c, d
-		}
-	}
-	if best == "" || bestDist > max(1, len(s)/3) {
-		return ""
-	}
-	return best
-}
-
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // ParseTime reads an RFC 3339 time, or a Go duration counted from start.

@@ -74,7 +74,7 @@ func runGraph(c *command, opts any, args []string, stdout, stderr io.Writer) int
 				roles[i] = r.Name
 			}
 			hint := ""
-			if s := nearest(o.role, roles); s != "" {
+			if s := policy.Suggest(o.role, roles); s != "" {
 				hint = fmt.Sprintf("did you mean %q? ", s)
 			}
 			return c.usageError(stderr, "policy %q has no role %q; %sits roles are %s", p.Name, o.role, hint, strings.Join(roles, ", "))

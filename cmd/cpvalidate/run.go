@@ -189,39 +189,3 @@ func plural(n int, one, many string) string {
 	}
 	return fmt.Sprintf("%d %s", n, many)
 }
-
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
-}
-
-// nearest returns the candidate closest to s when it is close enough to
-// be a likely typo, or "".
-func nearest(s string, candidates []string) string {
-	best, bestDist := "", 0
-	for _, c := range candidates {
-		if d := editDistance(strings.ToLower(s), strings.ToLower(c)); best == "" || d < bestDist {
-			best, bestDist = c, d
-		}
-	}
-	if best == "" || bestDist > max(1, len(s)/3) {
-		return ""
-	}
-	return best
-}

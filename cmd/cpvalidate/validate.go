@@ -209,7 +209,7 @@ func expandPaths(args []string) ([]string, []error) {
 func pathError(arg string, err error) error {
 	if os.IsNotExist(err) && !strings.ContainsAny(arg, `/\.`) {
 		hint := fmt.Sprintf("commands are %s", strings.Join(subcommands(), ", "))
-		if s := nearest(arg, subcommands()); s != "" {
+		if s := policy.Suggest(arg, subcommands()); s != "" {
 			hint = fmt.Sprintf("did you mean the command %q?", s)
 		}
 		return fmt.Errorf("%s: no such file or directory (%s)", arg, hint)
