@@ -1,0 +1,355 @@
+// Command benchtable turns `go test -bench` output of the bench module
+// into a Markdown table comparing Parley with its peers.
+//
+// Usage:
+//
+//	go test -run XXX -bench . -benchmem -count 6 | go run ./cmd/benchtable
+//	go run ./cmd/benchtable results.txt
+//
+// Benchmarks are named Benchmark<Scenario>/<library>: the last part of
+// the name is the library, the rest the scenario. Each scenario is a row;
+// each library has a column for every unit it reports (ns/op, B/op,
+// allocs/op, then custom metrics such as B/instance), holding the median
+// of the runs (-count). The last column is Parley's ratio to the best
+// peer, on the scenario's custom metric if Parley and a peer both report
+// one, else on ns/op.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"golang.org/x/perf/benchfmt"
+)
+
+// parley is the library the others are compared with.
+const parley = "parley"
+
+func main() {
+	if err := run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "benchtable:", err)
+		os.Exit(1)
+	}
+}
+
+// run reads the files named in args (standard input if none) and writes
+// the table to stdout; problems with single lines go to stderr.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	s := newSet()
+	if len(args) == 0 {
+		if err := s.read(stdin, "<stdin>", stderr); err != nil {
+			return err
+		}
+	}
+	for _, name := range args {
+		f, err := os.Open(name)
+		if err != nil {
+			return err
+		}
+		err = s.read(f, name, stderr)
+		f.Close()
+		if err != nil {
+			return err
+		}
+	}
+	if len(s.scenarios) == 0 {
+		return errors.New("no benchmark results named Benchmark<Scenario>/<library> in the input")
+	}
+	return s.write(stdout)
+}
+
+// set collects the samples of every (scenario, library) pair.
+type set struct {
+	config    [][2]string // file configuration (goos, goarch, cpu...), first value of each key
+	scenarios []string    // in the order of the input
+	libs      []string    // parley first, then in the order of the input
+	units     map[string][]string
+	samples   map[cell]map[string][]float64
+	procs     map[string]bool // GOMAXPROCS suffixes seen
+}
+
+type cell struct{ scenario, lib string }
+
+func newSet() *set {
+	return &set{units: map[string][]string{}, samples: map[cell]map[string][]float64{}, procs: map[string]bool{}}
+}
+
+// read adds the results of one benchmark output.
+func (s *set) read(r io.Reader, name string, stderr io.Writer) error {
+	br := benchfmt.NewReader(r, name)
+	for br.Scan() {
+		switch rec := br.Result().(type) {
+		case *benchfmt.SyntaxError:
+			fmt.Fprintln(stderr, "benchtable: skipping:", rec)
+		case *benchfmt.Result:
+			s.add(rec, stderr)
+		}
+	}
+	return br.Err()
+}
+
+func (s *set) add(r *benchfmt.Result, stderr io.Writer) {
+	for _, c := range r.Config {
+		if c.File && !slices.ContainsFunc(s.config, func(kv [2]string) bool { return kv[0] == c.Key }) {
+			s.config = append(s.config, [2]string{c.Key, strings.TrimSpace(string(c.Value))})
+		}
+	}
+	scenario, lib, procs, ok := splitName(r.Name)
+	if !ok {
+		fmt.Fprintf(stderr, "benchtable: skipping Benchmark%s: not named Benchmark<Scenario>/<library>\n", r.Name)
+		return
+	}
+	s.procs[procs] = true
+	if !slices.Contains(s.scenarios, scenario) {
+		s.scenarios = append(s.scenarios, scenario)
+	}
+	if !slices.Contains(s.libs, lib) {
+		s.libs = append(s.libs, lib)
+		if lib == parley {
+			copy(s.libs[1:], s.libs)
+			s.libs[0] = lib
+		}
+	}
+	k := cell{scenario, lib}
+	if s.samples[k] == nil {
+		s.samples[k] = map[string][]float64{}
+	}
+	for _, v := range r.Values {
+		value, unit := v.Value, v.Unit
+		if v.OrigUnit != "" { // the reader tidies ns/op into sec/op; show what the benchmark said
+			value, unit = v.OrigValue, v.OrigUnit
+		}
+		s.samples[k][unit] = append(s.samples[k][unit], value)
+		if !slices.Contains(s.units[lib], unit) {
+			s.units[lib] = append(s.units[lib], unit)
+		}
+	}
+}
+
+// splitName splits "Scenario/sub/library-8" into "Scenario/sub",
+// "library" and "-8".
+func splitName(n benchfmt.Name) (scenario, lib, procs string, ok bool) {
+	base, parts := n.Parts()
+	if len(parts) > 0 && strings.HasPrefix(string(parts[len(parts)-1]), "-") {
+		procs = string(parts[len(parts)-1])
+		parts = parts[:len(parts)-1]
+	}
+	if len(parts) == 0 {
+		return "", "", "", false
+	}
+	var b strings.Builder
+	b.Write(base)
+	for _, p := range parts[:len(parts)-1] {
+		b.Write(p)
+	}
+	return b.String(), strings.TrimPrefix(string(parts[len(parts)-1]), "/"), procs, true
+}
+
+// standard units come first in a library's columns, in this order.
+var standard = []string{"ns/op", "B/op", "allocs/op"}
+
+// columns returns lib's units: the standard ones, then its custom
+// metrics in the order of the input.
+func (s *set) columns(lib string) []string {
+	var out []string
+	for _, u := range standard {
+		if slices.Contains(s.units[lib], u) {
+			out = append(out, u)
+		}
+	}
+	for _, u := range s.units[lib] {
+		if !slices.Contains(standard, u) {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// median returns the median of the samples of unit, and whether there
+// are any.
+func (s *set) median(scenario, lib, unit string) (float64, bool) {
+	xs := slices.Clone(s.samples[cell{scenario, lib}][unit])
+	if len(xs) == 0 {
+		return 0, false
+	}
+	slices.Sort(xs)
+	n := len(xs)
+	if n%2 == 1 {
+		return xs[n/2], true
+	}
+	return (xs[n/2-1] + xs[n/2]) / 2, true
+}
+
+// runs returns the smallest and largest number of samples per benchmark.
+func (s *set) runs() (lo, hi int) {
+	lo = math.MaxInt
+	for _, units := range s.samples {
+		for _, xs := range units {
+			lo, hi = min(lo, len(xs)), max(hi, len(xs))
+		}
+	}
+	return lo, hi
+}
+
+func (s *set) write(w io.Writer) error {
+	var b strings.Builder
+	var info []string
+	for _, kv := range s.config {
+		if kv[0] == "pkg" {
+			continue
+		}
+		info = append(info, kv[0]+": "+kv[1])
+	}
+	lo, hi := s.runs()
+	switch {
+	case lo == 1 && hi == 1:
+		info = append(info, "one run")
+	case lo == hi:
+		info = append(info, fmt.Sprintf("median of %d runs", lo))
+	default:
+		info = append(info, fmt.Sprintf("median of %d to %d runs", lo, hi))
+	}
+	b.WriteString(strings.Join(info, " · ") + "\n\n")
+
+	header := []string{"scenario"}
+	for _, lib := range s.libs {
+		for _, u := range s.columns(lib) {
+			header = append(header, lib+" "+u)
+		}
+	}
+	header = append(header, "parley vs best peer")
+	writeRow(&b, header)
+	align := make([]string, len(header))
+	align[0] = ":--"
+	for i := 1; i < len(align); i++ {
+		align[i] = "--:"
+	}
+	writeRow(&b, align)
+
+	showProcs := len(s.procs) > 1
+	for _, sc := range s.scenarios {
+		row := []string{sc}
+		for _, lib := range s.libs {
+			for _, u := range s.columns(lib) {
+				if v, ok := s.median(sc, lib, u); ok {
+					row = append(row, formatNumber(v))
+				} else {
+					row = append(row, "")
+				}
+			}
+		}
+		row = append(row, s.ratio(sc))
+		if showProcs {
+			row[0] += " (GOMAXPROCS differs between runs)"
+		}
+		writeRow(&b, row)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// ratio describes Parley against the best peer of scenario: the peer
+// with the lowest value of the scenario's primary unit.
+func (s *set) ratio(scenario string) string {
+	unit := s.primary(scenario)
+	mine, ok := s.median(scenario, parley, unit)
+	if !ok {
+		return "—"
+	}
+	best, bestLib := math.Inf(1), ""
+	for _, lib := range s.libs {
+		if lib == parley {
+			continue
+		}
+		if v, ok := s.median(scenario, lib, unit); ok && v < best {
+			best, bestLib = v, lib
+		}
+	}
+	if bestLib == "" {
+		return "— (no peer)"
+	}
+	better, worse := "faster", "slower"
+	if strings.HasPrefix(unit, "B/") {
+		better, worse = "smaller", "larger"
+	}
+	if mine == 0 {
+		return fmt.Sprintf("%s (%s 0 vs %s %s)", better, unit, bestLib, formatNumber(best))
+	}
+	r := best / mine
+	on := ""
+	if unit != "ns/op" {
+		on = " (" + unit + ")"
+	}
+	if r >= 1 {
+		return fmt.Sprintf("%s× %s than %s%s", formatRatio(r), better, bestLib, on)
+	}
+	return fmt.Sprintf("%s× (%s than %s)%s", formatRatio(r), worse, bestLib, on)
+}
+
+// primary returns the unit scenario compares on: a custom metric Parley
+// and some peer both report, else ns/op.
+func (s *set) primary(scenario string) string {
+	for _, u := range s.units[parley] {
+		if slices.Contains(standard, u) {
+			continue
+		}
+		if _, ok := s.median(scenario, parley, u); !ok {
+			continue
+		}
+		for _, lib := range s.libs {
+			if _, ok := s.median(scenario, lib, u); ok && lib != parley {
+				return u
+			}
+		}
+	}
+	return "ns/op"
+}
+
+func writeRow(b *strings.Builder, cells []string) {
+	b.WriteString("|")
+	for _, c := range cells {
+		b.WriteString(" " + c + " |")
+	}
+	b.WriteString("\n")
+}
+
+// formatNumber prints v as a whole number with thousands separators from
+// 100 up (or when it is whole), else with three significant digits.
+func formatNumber(v float64) string {
+	switch a := math.Abs(v); {
+	case a == math.Trunc(a) || a >= 100:
+		return groupThousands(strconv.FormatFloat(math.Round(v), 'f', 0, 64))
+	case a >= 10:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	default:
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	}
+}
+
+func groupThousands(digits string) string {
+	sign := ""
+	if strings.HasPrefix(digits, "-") {
+		sign, digits = "-", digits[1:]
+	}
+	var b strings.Builder
+	for i, d := range digits {
+		if i > 0 && (len(digits)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(d)
+	}
+	return sign + b.String()
+}
+
+func formatRatio(r float64) string {
+	if r >= 10 {
+		return strconv.FormatFloat(r, 'f', 1, 64)
+	}
+	return strconv.FormatFloat(r, 'f', 2, 64)
+}
