@@ -83,8 +83,9 @@ type shard struct {
 	alarmGen uint64
 	// Reused by decide: a handler does not keep its input event, and a
 	// decider may use its Request only during the call.
-	answerEv DecisionEvent
-	requests []*decision.Request
+	answerEv   DecisionEvent
+	requests   []*decision.Request
+	freeTimers []*shardTimer
 }
 
 type conversation struct {
@@ -420,7 +421,7 @@ func (s *shard) dispatch(c *conversation, q *Queue, now time.Time) {
 			// The queue reuses its messages: send and show a copy.
 			msg := new(forms.Message)
 			*msg = *me.Message
-			ev = &MessageEvent{At: me.At, Message: msg}
+			me.Message = msg
 		}
 		if m.observer != nil {
 			m.observer(Observation{Agent: m.self, Conversation: c.id, Policy: c.prog.policy.Name, Role: c.prog.role, Event: ev})
@@ -487,7 +488,8 @@ func (s *shard) record(c *conversation, at time.Time, msg *forms.Message) {
 func (s *shard) timer(c *conversation, e *TimerEvent, now time.Time) {
 	switch e.Op {
 	case TimerSet:
-		t := &shardTimer{conv: c, ev: *e}
+		t := s.newTimer()
+		t.conv, t.ev = c, *e
 		heap.Push(&s.timers, t)
 		c.timers = append(c.timers, t)
 		if t.index == 0 {
@@ -513,6 +515,18 @@ func (s *shard) unschedule(c *conversation, i int) {
 	c.timers[i] = c.timers[len(c.timers)-1]
 	c.timers[len(c.timers)-1] = nil
 	c.timers = c.timers[:len(c.timers)-1]
+	*t = shardTimer{index: -1}
+	s.freeTimers = append(s.freeTimers, t)
+}
+
+// newTimer returns a shardTimer, reusing one unscheduled before.
+func (s *shard) newTimer() *shardTimer {
+	if n := len(s.freeTimers); n > 0 {
+		t := s.freeTimers[n-1]
+		s.freeTimers = s.freeTimers[:n-1]
+		return t
+	}
+	return &shardTimer{index: -1}
 }
 
 // rearm sets the shard's alarm for its earliest timer, unless it is
@@ -548,14 +562,13 @@ func (s *shard) fire(gen uint64, now time.Time) {
 	}
 	for len(s.timers) > 0 && !s.timers[0].ev.Deadline.After(now) {
 		t := heap.Pop(&s.timers).(*shardTimer)
-		c := t.conv
+		c, ev := t.conv, t.ev
 		for i, ct := range c.timers {
 			if ct == t {
-				s.unschedule(c, i)
+				s.unschedule(c, i) // t is reused from here on
 				break
 			}
 		}
-		ev := t.ev
 		ev.At = ev.Deadline
 		s.process(c, &ev, now)
 	}
