@@ -340,17 +340,19 @@ func (h *Handler) enter(i, st int, at time.Time, out *Queue, inGroup bool) {
 	s.epoch = h.next()
 	s.ticket = 0
 	sp := &pr.states[st]
-	switch {
-	case len(sp.arms) <= len(s.dl):
-		s.deadlines = s.dl[:]
-	case cap(s.deadlines) < len(sp.arms):
-		s.deadlines = make([]int64, len(sp.arms))
-	}
-	s.deadlines = s.deadlines[:len(sp.arms)]
-	for j, k := range sp.arms {
-		d := h.deadline(s, k, at)
-		s.deadlines[j] = nanos(d)
-		h.emitTimer(out, TimerSet, at, pr.timers[k].name, i, s.epoch, d)
+	if len(sp.arms) > 0 || len(s.deadlines) > 0 {
+		switch {
+		case len(sp.arms) <= len(s.dl):
+			s.deadlines = s.dl[:]
+		case cap(s.deadlines) < len(sp.arms):
+			s.deadlines = make([]int64, len(sp.arms))
+		}
+		s.deadlines = s.deadlines[:len(sp.arms)]
+		for j, k := range sp.arms {
+			d := h.deadline(s, k, at)
+			s.deadlines[j] = nanos(d)
+			h.emitTimer(out, TimerSet, at, pr.timers[k].name, i, s.epoch, d)
+		}
 	}
 	switch {
 	case sp.terminal:

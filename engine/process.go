@@ -126,10 +126,12 @@ func (h *Handler) received(e *MessageEvent, out *Queue) {
 			return
 		}
 	}
-	if err := mt.form.Validate(m.Content); err != nil {
-		h.protocolError(out, at, ErrInvalidContent, i, m, applied, "%v", err)
-		if !applied {
-			return
+	if len(mt.form.Type.Fields) > 0 {
+		if err := mt.form.Validate(m.Content); err != nil {
+			h.protocolError(out, at, ErrInvalidContent, i, m, applied, "%v", err)
+			if !applied {
+				return
+			}
 		}
 	}
 	h.apply(i, mt.t, m, at, out, false)
