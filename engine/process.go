@@ -93,11 +93,11 @@ func (h *Handler) received(e *MessageEvent, out *Queue) {
 		}
 	}
 	s := &h.sessions[i]
-	if h.done || pr.states[s.state].terminal {
+	sp := &pr.states[s.state]
+	if h.done || sp.terminal {
 		h.afterEnd(i, m, at, out)
 		return
 	}
-	sp := &pr.states[s.state]
 	mt, err := h.classify(i, sp.recvs, sp.recvMatch, m, m.Sender, true)
 	if err != nil {
 		h.protocolError(out, at, ErrExpression, i, m, false, "%v", err)
