@@ -176,10 +176,6 @@ func (q *Queue) Reset() {
 	q.dones.reset()
 }
 
-// Append adds e; the handler uses the pools below instead, to avoid
-// allocating.
-func (q *Queue) Append(e Event) { q.events = append(q.events, e) }
-
 // pool hands out zeroed elements of a reusable slice. Growing it copies
 // the elements, but pointers handed out before stay valid (they point into
 // the old array, which the events still reference).

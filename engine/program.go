@@ -348,7 +348,7 @@ func build(p *policy.Policy, role string, proj *policy.Projection, o *compileOpt
 				sp.choices = append(sp.choices, t.key)
 			}
 		}
-		sp.allowText = allowText(p, pr, &sp)
+		sp.allowText = allowText(pr, &sp)
 		sp.terminal = sp.kind == policy.KindTerminal
 		sp.recvMatch, sp.sendMatch = hasMatchRule(pr, sp.recvs), hasMatchRule(pr, sp.sends)
 		pr.states = append(pr.states, sp)
@@ -359,7 +359,7 @@ func build(p *policy.Policy, role string, proj *policy.Projection, o *compileOpt
 
 // allowText describes what a state accepts from peers, for the reason of
 // an unexpected-message error.
-func allowText(p *policy.Policy, pr *Program, sp *stateProg) string {
+func allowText(pr *Program, sp *stateProg) string {
 	if len(sp.recvs) == 0 {
 		if len(sp.sends) > 0 {
 			return fmt.Sprintf("state %q expects no message: %s sends next", sp.name, pr.role)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -385,14 +386,7 @@ func (s *shard) accept(msg *forms.Message, now time.Time) *conversation {
 
 // isChild reports whether id names a child conversation: those are never
 // accepted from a message, only started by the parent's LoadCPEvent.
-func (s *shard) isChild(id string) bool {
-	for i := 0; i < len(id); i++ {
-		if id[i] == '/' {
-			return true
-		}
-	}
-	return false
-}
+func (s *shard) isChild(id string) bool { return strings.Contains(id, "/") }
 
 // process feeds one input event to c's handler and dispatches the outputs.
 func (s *shard) process(c *conversation, ev Event, now time.Time) {

@@ -147,9 +147,8 @@ func subtreeSize(n *yaml.Node) int {
 }
 
 type yamlPair struct {
-	key   string
-	k, v  *yaml.Node
-	merge bool
+	key  string
+	k, v *yaml.Node
 }
 
 // pairs returns the key/value pairs of a mapping, with YAML merge keys
@@ -583,7 +582,7 @@ func (l *yamlLoader) timers(p *Policy, n *yaml.Node) {
 		if len(l.d.list) == before {
 			// A bad after or deadline is reported already; saying the
 			// timer lacks one would only repeat it.
-			l.checkTimerShape(t, what)
+			l.d.checkTimerShape(t, what)
 		}
 	}
 }
@@ -619,8 +618,6 @@ func (d *diags) checkTimerShape(t *Timer, what string) {
 		d.errorf(CodeInvalidValue, t.Pos, "%s: default applies only to a deadline timer", what)
 	}
 }
-
-func (l *yamlLoader) checkTimerShape(t *Timer, what string) { l.d.checkTimerShape(t, what) }
 
 var commitmentKeys = []string{"debtor", "creditor", "create", "detach", "discharge", "cancel", "release", "expires", "deadline", "doc"}
 
