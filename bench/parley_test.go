@@ -190,8 +190,8 @@ func testParleyGuard(t *testing.T) {
 	if err == nil {
 		t.Fatal("ping with n = 0 passed the guard")
 	}
-	if !strings.HasPrefix(err.Error(), string(engine.ErrUnexpected)) {
-		t.Fatalf("blocked ping: %v, want a protocol error %s", err, engine.ErrUnexpected)
+	if !strings.HasPrefix(err.Error(), string(engine.CodeUnexpected)) {
+		t.Fatalf("blocked ping: %v, want a protocol error %s", err, engine.CodeUnexpected)
 	}
 	if got := h.State(""); got != stS0 {
 		t.Fatalf("blocked ping moved the state to %q", got)
@@ -228,8 +228,8 @@ func testParleyRejected(t *testing.T) {
 		t.Fatalf("%d output events, want one protocol error", q.Len())
 	}
 	pe, ok := q.Events()[0].(*engine.ProtocolErrorEvent)
-	if !ok || pe.Code != engine.ErrUnexpected {
-		t.Fatalf("output %#v, want a protocol error %s", q.Events()[0], engine.ErrUnexpected)
+	if !ok || pe.Code != engine.CodeUnexpected {
+		t.Fatalf("output %#v, want a protocol error %s", q.Events()[0], engine.CodeUnexpected)
 	}
 	if got := h.State(""); got != stS0 {
 		t.Fatalf("rejected pong moved the state to %q", got)

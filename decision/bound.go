@@ -14,7 +14,7 @@ import (
 // {"choice": key, "content": {...}}. For a decision point with no
 // expression, and for other policies, it returns ErrNoDecision.
 func FromPolicy(p *policy.Policy) (Decider, error) {
-	programs := map[string]*Program{}
+	programs := map[string]*Expression{}
 	for _, s := range p.States {
 		if s.Decide == nil {
 			continue
@@ -30,7 +30,7 @@ func FromPolicy(p *policy.Policy) (Decider, error) {
 
 type bound struct {
 	policy   string
-	programs map[string]*Program
+	programs map[string]*Expression
 }
 
 func (b *bound) Decide(_ context.Context, req *Request) (Answer, error) {

@@ -32,9 +32,9 @@ const (
 	MemoryBudget = 100_000
 )
 
-// Program is a compiled embedded expression. It is immutable and safe for
+// Expression is a compiled embedded expression. It is immutable and safe for
 // concurrent use.
-type Program struct {
+type Expression struct {
 	Src  *policy.Expr
 	prog *vm.Program
 	fast *presence // a native form of the expression, when it has one
@@ -48,18 +48,18 @@ var (
 // Compile compiles e for evaluation against an Env. The policy's checks
 // type-check expressions against the message schemas; this compilation
 // only resolves names, since at run time content is untyped JSON.
-func Compile(e *policy.Expr) (*Program, error) {
+func Compile(e *policy.Expr) (*Expression, error) {
 	prog, err := expr.Compile(e.Src, expr.Env(Env{}), expr.MaxNodes(MaxNodes))
 	if err != nil {
 		return nil, &EvalError{Expr: e, Err: err}
 	}
-	return &Program{Src: e, prog: prog, fast: presenceOf(e.Src)}, nil
+	return &Expression{Src: e, prog: prog, fast: presenceOf(e.Src)}, nil
 }
 
 // Eval evaluates the program against env. It does not keep env, so the
 // caller's Env need not escape to the heap: the program runs on a pooled
 // copy.
-func (p *Program) Eval(env *Env) (any, error) {
+func (p *Expression) Eval(env *Env) (any, error) {
 	m := vms.Get().(*vm.VM)
 	m.MemoryBudget = MemoryBudget
 	e := envs.Get().(*Env)
@@ -75,7 +75,7 @@ func (p *Program) Eval(env *Env) (any, error) {
 }
 
 // Bool evaluates the program and requires a boolean result.
-func (p *Program) Bool(env *Env) (bool, error) {
+func (p *Expression) Bool(env *Env) (bool, error) {
 	if p.fast != nil {
 		return p.fast.eval(env.Content), nil
 	}

@@ -33,7 +33,7 @@ func TestPresenceAgreesWithTheVM(t *testing.T) {
 			prog, err := Compile(&policy.Expr{Src: tt.src})
 			require.NoError(t, err)
 			assert.Equal(t, tt.fast, prog.fast != nil)
-			slow := &Program{Src: prog.Src, prog: prog.prog}
+			slow := &Expression{Src: prog.Src, prog: prog.prog}
 			for _, c := range contents {
 				want, werr := slow.Bool(&Env{Content: c})
 				got, gerr := prog.Bool(&Env{Content: c})

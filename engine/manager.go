@@ -115,7 +115,7 @@ func WithSetup(setup *policy.Policy) ManagerOption {
 
 // WithResolver resolves child policies by name (policies.Resolve for the
 // shipped ones).
-func WithResolver(resolve func(name string) *policy.Policy) ManagerOption {
+func WithResolver(resolve policy.Resolver) ManagerOption {
 	return func(m *Manager) { m.resolve = resolve }
 }
 
@@ -144,7 +144,7 @@ type Manager struct {
 	retention       time.Duration
 	workers         int
 	notUnderstood   bool
-	resolve         func(string) *policy.Policy
+	resolve         policy.Resolver
 	setup           *policy.Policy
 
 	mu       sync.RWMutex

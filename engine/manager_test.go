@@ -247,12 +247,12 @@ func TestManagerTimeoutsAndLateRepliesWithFakeClock(t *testing.T) {
 	// bob's own handler timed out too, so his answer is stale.
 	bob.Answer(pending.Conversation, pending.Ticket, decision.Answer{Choice: "agree"})
 	w.settle()
-	assert.Equal(t, []engine.ErrorCode{engine.ErrStaleDecision}, w.rec.codes())
+	assert.Equal(t, []engine.ErrorCode{engine.CodeStaleDecision}, w.rec.codes())
 
 	// A reply forged after the deadline reaches alice as late.
 	w.bus.Send(ctx, &forms.Message{Performative: "agree", Sender: "bob", Receivers: []string{"alice"}, ConversationID: conv, Protocol: "fipa-request"})
 	w.settle()
-	assert.Equal(t, []engine.ErrorCode{engine.ErrStaleDecision, engine.ErrLate}, w.rec.codes())
+	assert.Equal(t, []engine.ErrorCode{engine.CodeStaleDecision, engine.CodeLate}, w.rec.codes())
 }
 
 func TestManagerRetentionAndSweep(t *testing.T) {
@@ -270,14 +270,14 @@ func TestManagerRetentionAndSweep(t *testing.T) {
 	late := &forms.Message{Performative: "agree", Sender: "bob", Receivers: []string{"alice"}, ConversationID: conv, Protocol: "fipa-request"}
 	w.bus.Send(ctx, late)
 	w.settle()
-	assert.Equal(t, []engine.ErrorCode{engine.ErrEnded}, w.rec.codes(), "within retention: conversation ended")
+	assert.Equal(t, []engine.ErrorCode{engine.CodeEnded}, w.rec.codes(), "within retention: conversation ended")
 
 	w.clock.Advance(2 * time.Minute)
 	w.settle()
 	assert.Equal(t, 0, alice.Len(), "swept")
 	w.bus.Send(ctx, late)
 	w.settle()
-	assert.Equal(t, []engine.ErrorCode{engine.ErrEnded, engine.ErrUnknownConversation}, w.rec.codes(), "after the sweep: unknown")
+	assert.Equal(t, []engine.ErrorCode{engine.CodeEnded, engine.CodeUnknownConversation}, w.rec.codes(), "after the sweep: unknown")
 	_, err = alice.Wait(ctx, conv)
 	assert.ErrorIs(t, err, engine.ErrNoConversation)
 }
@@ -381,7 +381,7 @@ func TestManagerRejectsMessagesThatOpenNothing(t *testing.T) {
 	var bobGot []*forms.Message
 	var mu sync.Mutex
 	bob := engine.NewManager("bob", engine.WithLogger(quiet), engine.WithClock(w.clock), engine.WithObserver(func(o engine.Observation) {
-		if pe, ok := o.Event.(*engine.ProtocolErrorEvent); ok && pe.Code == engine.ErrUnknownConversation {
+		if pe, ok := o.Event.(*engine.ProtocolErrorEvent); ok && pe.Code == engine.CodeUnknownConversation {
 			mu.Lock()
 			bobGot = append(bobGot, pe.Message)
 			mu.Unlock()
@@ -393,7 +393,7 @@ func TestManagerRejectsMessagesThatOpenNothing(t *testing.T) {
 	require.NoError(t, w.bus.Send(ctx, &forms.Message{Performative: "request", Sender: "bob", Receivers: []string{"alice"}, ConversationID: "x", Protocol: "no-such-protocol"}))
 	w.settle()
 	codes := w.rec.codes()
-	assert.Equal(t, []engine.ErrorCode{engine.ErrUnknownConversation, engine.ErrUnknownConversation}, codes)
+	assert.Equal(t, []engine.ErrorCode{engine.CodeUnknownConversation, engine.CodeUnknownConversation}, codes)
 	w.rec.mu.Lock()
 	reasons := w.rec.errs[0].Reason + "\n" + w.rec.errs[1].Reason // the two may come in either order
 	w.rec.mu.Unlock()

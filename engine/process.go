@@ -81,14 +81,14 @@ func (h *Handler) received(e *MessageEvent, out *Queue) {
 	m, at := e.Message, e.At
 	pr := h.prog
 	if m.ConversationID != "" && h.conv != "" && m.ConversationID != h.conv {
-		h.protocolError(out, at, ErrWrongConversation, -1, m, false, "message for conversation %q reached conversation %q", m.ConversationID, h.conv)
+		h.protocolError(out, at, CodeWrongConversation, -1, m, false, "message for conversation %q reached conversation %q", m.ConversationID, h.conv)
 		return
 	}
 	i := 0
 	if pr.manyRole >= 0 {
 		var ok bool
 		if i, ok = h.many.bySender[m.Sender]; !ok {
-			h.protocolError(out, at, ErrUnknownAgent, -1, m, false, "%q is not a %s of this conversation", m.Sender, pr.roles[pr.manyRole])
+			h.protocolError(out, at, CodeUnknownAgent, -1, m, false, "%q is not a %s of this conversation", m.Sender, pr.roles[pr.manyRole])
 			return
 		}
 	}
@@ -100,7 +100,7 @@ func (h *Handler) received(e *MessageEvent, out *Queue) {
 	}
 	mt, err := h.classify(i, sp.recvs, sp.recvMatch, m, m.Sender, true)
 	if err != nil {
-		h.protocolError(out, at, ErrExpression, i, m, false, "%v", err)
+		h.protocolError(out, at, CodeExpression, i, m, false, "%v", err)
 		return
 	}
 	if mt.t == nil {
@@ -109,26 +109,26 @@ func (h *Handler) received(e *MessageEvent, out *Queue) {
 	}
 	applied := h.mode == Observe
 	if !mt.agentOK {
-		h.protocolError(out, at, ErrUnknownAgent, i, m, applied, "%q sent %s, but %s is played by %q in this conversation", m.Sender, pr.msgs[mt.t.msg].name, pr.roles[mt.t.peer], h.agentOf(i, mt.t.peer))
+		h.protocolError(out, at, CodeUnknownAgent, i, m, applied, "%q sent %s, but %s is played by %q in this conversation", m.Sender, pr.msgs[mt.t.msg].name, pr.roles[mt.t.peer], h.agentOf(i, mt.t.peer))
 		if !applied {
 			return
 		}
 	}
 	if late, d := h.isLate(s, at, mt.t.peer); late {
-		h.protocolError(out, at, ErrLate, i, m, applied, "%s from %q arrived at %s, after the deadline %s of state %q", pr.msgs[mt.t.msg].name, m.Sender, at.Format(time.RFC3339Nano), d.Format(time.RFC3339Nano), sp.name)
+		h.protocolError(out, at, CodeLate, i, m, applied, "%s from %q arrived at %s, after the deadline %s of state %q", pr.msgs[mt.t.msg].name, m.Sender, at.Format(time.RFC3339Nano), d.Format(time.RFC3339Nano), sp.name)
 		if !applied {
 			return
 		}
 	}
 	if m.InReplyTo != "" && s.sent[0] != "" && m.InReplyTo != s.sent[0] && m.InReplyTo != s.sent[1] {
-		h.protocolError(out, at, ErrWrongReply, i, m, applied, "%s from %q is in reply to %q, which was not sent to it (the last message sent had reply-with %q)", pr.msgs[mt.t.msg].name, m.Sender, m.InReplyTo, s.sent[0])
+		h.protocolError(out, at, CodeWrongReply, i, m, applied, "%s from %q is in reply to %q, which was not sent to it (the last message sent had reply-with %q)", pr.msgs[mt.t.msg].name, m.Sender, m.InReplyTo, s.sent[0])
 		if !applied {
 			return
 		}
 	}
 	if len(mt.form.Type.Fields) > 0 {
 		if err := mt.form.Validate(m.Content); err != nil {
-			h.protocolError(out, at, ErrInvalidContent, i, m, applied, "%v", err)
+			h.protocolError(out, at, CodeInvalidContent, i, m, applied, "%v", err)
 			if !applied {
 				return
 			}
@@ -169,15 +169,15 @@ func (h *Handler) afterEnd(i int, m *forms.Message, at time.Time, out *Queue) {
 	}
 	if s.timedOutFrom >= 0 {
 		if mt, err := h.classify(i, pr.states[s.timedOutFrom].recvs, pr.states[s.timedOutFrom].recvMatch, m, m.Sender, true); err == nil && mt.t != nil {
-			h.protocolError(out, at, ErrLate, i, m, false, "%s from %q is late: state %q timed out and %s ended with outcome %q", pr.msgs[mt.t.msg].name, m.Sender, pr.states[s.timedOutFrom].name, what, pr.states[s.state].outcome)
+			h.protocolError(out, at, CodeLate, i, m, false, "%s from %q is late: state %q timed out and %s ended with outcome %q", pr.msgs[mt.t.msg].name, m.Sender, pr.states[s.timedOutFrom].name, what, pr.states[s.state].outcome)
 			return
 		}
 	}
 	if h.isDuplicate(s, m) {
-		h.protocolError(out, at, ErrDuplicate, i, m, false, "%s from %q repeats a message already received; %s has ended with outcome %q", m.Performative, m.Sender, what, pr.states[s.state].outcome)
+		h.protocolError(out, at, CodeDuplicate, i, m, false, "%s from %q repeats a message already received; %s has ended with outcome %q", m.Performative, m.Sender, what, pr.states[s.state].outcome)
 		return
 	}
-	h.protocolError(out, at, ErrEnded, i, m, false, "%s from %q arrived after %s ended with outcome %q", m.Performative, m.Sender, what, pr.states[s.state].outcome)
+	h.protocolError(out, at, CodeEnded, i, m, false, "%s from %q arrived after %s ended with outcome %q", m.Performative, m.Sender, what, pr.states[s.state].outcome)
 }
 
 func (h *Handler) isDuplicate(s *session, m *forms.Message) bool {
@@ -213,20 +213,20 @@ func (h *Handler) unexpected(i int, m *forms.Message, at time.Time, out *Queue) 
 	s := &h.sessions[i]
 	sp := &pr.states[s.state]
 	if h.isDuplicate(s, m) {
-		h.protocolError(out, at, ErrDuplicate, i, m, false, "%s from %q repeats the message already received; %s", m.Performative, m.Sender, sp.allowText)
+		h.protocolError(out, at, CodeDuplicate, i, m, false, "%s from %q repeats the message already received; %s", m.Performative, m.Sender, sp.allowText)
 		return
 	}
 	if s.timedOutFrom >= 0 {
 		if mt, err := h.classify(i, pr.states[s.timedOutFrom].recvs, pr.states[s.timedOutFrom].recvMatch, m, m.Sender, true); err == nil && mt.t != nil {
-			h.protocolError(out, at, ErrLate, i, m, false, "%s from %q is late: state %q timed out; %s", pr.msgs[mt.t.msg].name, m.Sender, pr.states[s.timedOutFrom].name, sp.allowText)
+			h.protocolError(out, at, CodeLate, i, m, false, "%s from %q is late: state %q timed out; %s", pr.msgs[mt.t.msg].name, m.Sender, pr.states[s.timedOutFrom].name, sp.allowText)
 			return
 		}
 	}
 	if mt, err := h.classify(i, sp.sends, sp.sendMatch, m, m.Sender, true); err == nil && mt.t != nil {
-		h.protocolError(out, at, ErrWrongRole, i, m, false, "%q sent %s, which only %s sends here; %s", m.Sender, pr.msgs[mt.t.msg].name, pr.role, sp.allowText)
+		h.protocolError(out, at, CodeWrongRole, i, m, false, "%q sent %s, which only %s sends here; %s", m.Sender, pr.msgs[mt.t.msg].name, pr.role, sp.allowText)
 		return
 	}
-	h.protocolError(out, at, ErrUnexpected, i, m, false, "unexpected %s from %q: %s", m.Performative, m.Sender, sp.allowText)
+	h.protocolError(out, at, CodeUnexpected, i, m, false, "unexpected %s from %q: %s", m.Performative, m.Sender, sp.allowText)
 }
 
 // sent handles a message this handler's own agent sent, as a monitor
@@ -235,7 +235,7 @@ func (h *Handler) sent(e *MessageEvent, out *Queue) error {
 	m, at := e.Message, e.At
 	pr := h.prog
 	if m.ConversationID != "" && h.conv != "" && m.ConversationID != h.conv {
-		h.protocolError(out, at, ErrWrongConversation, -1, m, false, "message for conversation %q reached conversation %q", m.ConversationID, h.conv)
+		h.protocolError(out, at, CodeWrongConversation, -1, m, false, "message for conversation %q reached conversation %q", m.ConversationID, h.conv)
 		return nil
 	}
 	targets := []int{0}
@@ -249,7 +249,7 @@ func (h *Handler) sent(e *MessageEvent, out *Queue) error {
 				h.enter(i, pr.initial, at, out, true)
 			}
 			if !ok {
-				h.protocolError(out, at, ErrUnknownAgent, -1, m, false, "%q is not a %s of this conversation", r, pr.roles[pr.manyRole])
+				h.protocolError(out, at, CodeUnknownAgent, -1, m, false, "%q is not a %s of this conversation", r, pr.roles[pr.manyRole])
 				continue
 			}
 			targets = append(targets, i)
@@ -260,11 +260,11 @@ func (h *Handler) sent(e *MessageEvent, out *Queue) error {
 		if h.done || pr.states[s.state].terminal {
 			if s.timedOutFrom >= 0 {
 				if mt, err := h.classify(i, pr.states[s.timedOutFrom].sends, pr.states[s.timedOutFrom].sendMatch, m, "", false); err == nil && mt.t != nil {
-					h.protocolError(out, at, ErrLate, i, m, false, "%s sent by %q is late: state %q timed out and the conversation ended with outcome %q", pr.msgs[mt.t.msg].name, m.Sender, pr.states[s.timedOutFrom].name, pr.states[s.state].outcome)
+					h.protocolError(out, at, CodeLate, i, m, false, "%s sent by %q is late: state %q timed out and the conversation ended with outcome %q", pr.msgs[mt.t.msg].name, m.Sender, pr.states[s.timedOutFrom].name, pr.states[s.state].outcome)
 					continue
 				}
 			}
-			h.protocolError(out, at, ErrEnded, i, m, false, "%s sent by %q after the conversation ended with outcome %q", m.Performative, m.Sender, pr.states[s.state].outcome)
+			h.protocolError(out, at, CodeEnded, i, m, false, "%s sent by %q after the conversation ended with outcome %q", m.Performative, m.Sender, pr.states[s.state].outcome)
 			continue
 		}
 		sp := &pr.states[s.state]
@@ -277,30 +277,30 @@ func (h *Handler) sent(e *MessageEvent, out *Queue) error {
 		}
 		mt, err := h.classify(i, sp.sends, sp.sendMatch, m, agent, false)
 		if err != nil {
-			h.protocolError(out, at, ErrExpression, i, m, false, "%v", err)
+			h.protocolError(out, at, CodeExpression, i, m, false, "%v", err)
 			continue
 		}
 		if mt.t == nil {
 			if mt2, err := h.classify(i, sp.recvs, sp.recvMatch, m, agent, false); err == nil && mt2.t != nil {
-				h.protocolError(out, at, ErrWrongRole, i, m, false, "%q sent %s, which only %s sends here", m.Sender, pr.msgs[mt2.t.msg].name, pr.roles[mt2.t.peer])
+				h.protocolError(out, at, CodeWrongRole, i, m, false, "%q sent %s, which only %s sends here", m.Sender, pr.msgs[mt2.t.msg].name, pr.roles[mt2.t.peer])
 				continue
 			}
 			allowed := "it may send nothing here"
 			if len(sp.choices) > 0 {
 				allowed = "it may send " + joinList(sp.choices)
 			}
-			h.protocolError(out, at, ErrUnexpected, i, m, false, "unexpected %s sent by %q in state %q: %s", m.Performative, m.Sender, sp.name, allowed)
+			h.protocolError(out, at, CodeUnexpected, i, m, false, "unexpected %s sent by %q in state %q: %s", m.Performative, m.Sender, sp.name, allowed)
 			continue
 		}
 		applied := h.mode == Observe
 		if late, d := h.isLate(s, at, pr.roleIdx); late {
-			h.protocolError(out, at, ErrLate, i, m, applied, "%s sent by %q at %s, after the deadline %s of state %q", pr.msgs[mt.t.msg].name, m.Sender, at.Format(time.RFC3339Nano), d.Format(time.RFC3339Nano), sp.name)
+			h.protocolError(out, at, CodeLate, i, m, applied, "%s sent by %q at %s, after the deadline %s of state %q", pr.msgs[mt.t.msg].name, m.Sender, at.Format(time.RFC3339Nano), d.Format(time.RFC3339Nano), sp.name)
 			if !applied {
 				continue
 			}
 		}
 		if err := mt.form.Validate(m.Content); err != nil {
-			h.protocolError(out, at, ErrInvalidContent, i, m, applied, "%v", err)
+			h.protocolError(out, at, CodeInvalidContent, i, m, applied, "%v", err)
 			if !applied {
 				continue
 			}
@@ -364,7 +364,7 @@ func (h *Handler) apply(i int, t *transProg, m *forms.Message, at time.Time, out
 func (h *Handler) assign(i int, t *transProg, m *forms.Message, at time.Time, out *Queue) bool {
 	vals, name, err := h.evalSets(i, t, m)
 	if err != nil {
-		h.protocolError(out, at, ErrExpression, i, m, false, "setting %q: %v", name, err)
+		h.protocolError(out, at, CodeExpression, i, m, false, "setting %q: %v", name, err)
 		return false
 	}
 	s := &h.sessions[i]
@@ -405,7 +405,7 @@ func (h *Handler) answer(e *DecisionEvent, out *Queue) error {
 	case idx == 0 && e.Ticket != 0 && h.many != nil && e.Ticket == h.many.joinTicket:
 		return h.answerJoin(e, out)
 	case idx == 0 || idx > len(h.sessions) || h.sessions[idx-1].ticket != e.Ticket || h.done:
-		h.protocolError(out, e.At, ErrStaleDecision, -1, nil, false, "decision for ticket %d is stale: the conversation moved on before it was answered", e.Ticket)
+		h.protocolError(out, e.At, CodeStaleDecision, -1, nil, false, "decision for ticket %d is stale: the conversation moved on before it was answered", e.Ticket)
 		return nil
 	}
 	i := idx - 1
@@ -444,22 +444,22 @@ func (h *Handler) take(i int, choice string, content map[string]any, replyBy tim
 	}
 	switch {
 	case t == nil && guardErr != nil:
-		h.protocolError(out, at, ErrExpression, i, nil, false, "choice %q: %v", choice, guardErr)
+		h.protocolError(out, at, CodeExpression, i, nil, false, "choice %q: %v", choice, guardErr)
 		return false, nil
 	case t == nil && guarded != nil:
-		h.protocolError(out, at, ErrChoiceNotAllowed, i, nil, false, "choice %q is not allowed in state %q: its guard %q does not hold for the decision's content", choice, sp.name, guarded.guard.Src.Src)
+		h.protocolError(out, at, CodeChoiceNotAllowed, i, nil, false, "choice %q is not allowed in state %q: its guard %q does not hold for the decision's content", choice, sp.name, guarded.guard.Src.Src)
 		return false, nil
 	case t == nil:
-		h.protocolError(out, at, ErrChoiceNotAllowed, i, nil, false, "choice %q is not allowed in state %q; the choices are %s", choice, sp.name, strings.Join(h.choices(i), ", "))
+		h.protocolError(out, at, CodeChoiceNotAllowed, i, nil, false, "choice %q is not allowed in state %q; the choices are %s", choice, sp.name, strings.Join(h.choices(i), ", "))
 		return false, nil
 	}
 	if late, d := h.isLate(s, at, pr.roleIdx); late && h.mode == Enforce {
-		h.protocolError(out, at, ErrLate, i, nil, false, "too late to send %s: the deadline %s of state %q passed at %s", pr.msgs[t.msg].name, d.Format(time.RFC3339Nano), sp.name, at.Format(time.RFC3339Nano))
+		h.protocolError(out, at, CodeLate, i, nil, false, "too late to send %s: the deadline %s of state %q passed at %s", pr.msgs[t.msg].name, d.Format(time.RFC3339Nano), sp.name, at.Format(time.RFC3339Nano))
 		return false, nil
 	}
 	form := pr.msgs[t.msg].form
 	if err := form.Validate(content); err != nil {
-		h.protocolError(out, at, ErrInvalidContent, i, nil, false, "the decision's content does not fit: %v", err)
+		h.protocolError(out, at, CodeInvalidContent, i, nil, false, "the decision's content does not fit: %v", err)
 		return false, nil
 	}
 	var receivers []string
@@ -498,7 +498,7 @@ func (h *Handler) take(i int, choice string, content map[string]any, replyBy tim
 		}
 		if _, name, err := h.evalSets(j, t, msg); err != nil {
 			h.seq--
-			h.protocolError(out, at, ErrExpression, j, nil, false, "setting %q: %v; %s was not sent", name, err, pr.msgs[t.msg].name)
+			h.protocolError(out, at, CodeExpression, j, nil, false, "setting %q: %v; %s was not sent", name, err, pr.msgs[t.msg].name)
 			return false, nil
 		}
 	}
@@ -564,11 +564,11 @@ func (h *Handler) answerJoin(e *DecisionEvent, out *Queue) error {
 	// In peer order, not map order: the same inputs give the same outputs.
 	slices.Sort(stale)
 	for _, peer := range stale {
-		h.protocolError(out, e.At, ErrStaleDecision, -1, nil, false, "the join decision answers %q, which is not waiting at the join", peer)
+		h.protocolError(out, e.At, CodeStaleDecision, -1, nil, false, "the join decision answers %q, which is not waiting at the join", peer)
 	}
 	if len(missing) > 0 {
 		slices.Sort(missing)
-		h.protocolError(out, e.At, ErrChoiceNotAllowed, -1, nil, false, "the join decision has no answer for %s; they keep waiting", joinList(quoteAll(missing)))
+		h.protocolError(out, e.At, CodeChoiceNotAllowed, -1, nil, false, "the join decision has no answer for %s; they keep waiting", joinList(quoteAll(missing)))
 	}
 	return nil
 }
@@ -618,7 +618,7 @@ func (h *Handler) timer(e *TimerEvent, out *Queue) {
 		if t.guard != nil {
 			ok, err := t.guard.Bool(&env)
 			if err != nil {
-				h.protocolError(out, e.At, ErrExpression, i, nil, false, "%v", err)
+				h.protocolError(out, e.At, CodeExpression, i, nil, false, "%v", err)
 				return
 			}
 			if !ok {
@@ -666,5 +666,5 @@ func (h *Handler) childDone(e *CPDoneEvent, out *Queue) {
 		h.enter(i, t.next, e.At, out, false)
 		return
 	}
-	h.protocolError(out, e.At, ErrUnexpected, i, nil, false, "child policy %q ended with outcome %q, which state %q does not handle", e.Policy, e.Outcome, sp.name)
+	h.protocolError(out, e.At, CodeUnexpected, i, nil, false, "child policy %q ended with outcome %q, which state %q does not handle", e.Policy, e.Outcome, sp.name)
 }

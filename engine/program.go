@@ -72,13 +72,13 @@ type transProg struct {
 	timer    int
 	outcome  string
 	next     int
-	guard    *decision.Program
+	guard    *decision.Expression
 	sets     []setProg
 }
 
 type setProg struct {
 	name string
-	prog *decision.Program
+	prog *decision.Expression
 }
 
 type msgProg struct {
@@ -130,12 +130,12 @@ type commitOp struct {
 type CompileOption func(*compileOptions)
 
 type compileOptions struct {
-	resolve func(string) *policy.Policy
+	resolve policy.Resolver
 	timers  map[string]time.Duration
 }
 
 // WithPolicies resolves child policies for the compile-time checks.
-func WithPolicies(resolve func(name string) *policy.Policy) CompileOption {
+func WithPolicies(resolve policy.Resolver) CompileOption {
 	return func(o *compileOptions) { o.resolve = resolve }
 }
 
@@ -290,7 +290,7 @@ func build(p *policy.Policy, role string, proj *policy.Projection, o *compileOpt
 			}
 		}
 	}
-	compile := func(e *policy.Expr) (*decision.Program, error) {
+	compile := func(e *policy.Expr) (*decision.Expression, error) {
 		if e == nil {
 			return nil, nil
 		}
@@ -397,7 +397,7 @@ func joinList(parts []string) string {
 	return out
 }
 
-type matchPredicate struct{ prog *decision.Program }
+type matchPredicate struct{ prog *decision.Expression }
 
 func (m matchPredicate) Match(msg *forms.Message) (bool, error) {
 	return m.prog.Bool(&decision.Env{Content: msg.Content, Msg: msg.Envelope()})

@@ -345,8 +345,8 @@ func (s *shard) accept(msg *forms.Message, now time.Time) *conversation {
 		default:
 			reason += " and names no protocol to start one"
 		}
-		pe := &ProtocolErrorEvent{At: now, Code: ErrUnknownConversation, Reason: reason, Message: msg}
-		m.logger.Warn(reason, "agent", m.self, "conversation", msg.ConversationID, "code", string(ErrUnknownConversation))
+		pe := &ProtocolErrorEvent{At: now, Code: CodeUnknownConversation, Reason: reason, Message: msg}
+		m.logger.Warn(reason, "agent", m.self, "conversation", msg.ConversationID, "code", string(CodeUnknownConversation))
 		if m.observer != nil {
 			m.observer(Observation{Agent: m.self, Conversation: msg.ConversationID, Event: pe, Err: errors.New(reason)})
 		}

@@ -38,12 +38,17 @@ var Checks = []Check{
 type CheckOption func(*checkOptions)
 
 type checkOptions struct {
-	resolve func(name string) *Policy
+	resolve Resolver
 }
+
+// Resolver finds a policy by name: the child policies a policy runs.
+// It returns nil for a name it does not know. policies.Resolve is the
+// resolver of the shipped policies.
+type Resolver func(name string) *Policy
 
 // WithPolicies resolves the names of child policies. Without it, child
 // policy references are not checked.
-func WithPolicies(resolve func(name string) *Policy) CheckOption {
+func WithPolicies(resolve Resolver) CheckOption {
 	return func(o *checkOptions) { o.resolve = resolve }
 }
 

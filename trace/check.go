@@ -78,7 +78,7 @@ type Options struct {
 	// agents in each conversation, the first to take part in it.
 	Bind map[string][]string
 	// Resolve resolves child policies for compiling.
-	Resolve func(string) *policy.Policy
+	Resolve policy.Resolver
 }
 
 // Check checks a trace (read by Read) against p. problems are Read's
@@ -299,7 +299,7 @@ func (c *checker) handler(cv *conversation, agent string, at time.Time) *engine.
 	if !ok {
 		if !cv.outsiders[agent] {
 			cv.outsiders[agent] = true
-			c.add(Finding{Line: c.line, Severity: SeverityError, Code: string(engine.ErrUnknownAgent), Agent: agent,
+			c.add(Finding{Line: c.line, Severity: SeverityError, Code: string(engine.CodeUnknownAgent), Agent: agent,
 				Message: fmt.Sprintf("agent %q plays no role of %q; bind it with -bind ROLE=%s", agent, c.p.Name, agent)})
 		}
 		return nil
@@ -310,7 +310,7 @@ func (c *checker) handler(cv *conversation, agent string, at time.Time) *engine.
 		if other, ok := cv.players[role]; ok && other != agent {
 			if !cv.outsiders[agent] {
 				cv.outsiders[agent] = true
-				c.add(Finding{Line: c.line, Severity: SeverityError, Code: string(engine.ErrUnknownAgent), Agent: agent, Role: role,
+				c.add(Finding{Line: c.line, Severity: SeverityError, Code: string(engine.CodeUnknownAgent), Agent: agent, Role: role,
 					Message: fmt.Sprintf("%q is not an agent of conversation %q: %q plays %s in it, and %s is played by one agent in each conversation", agent, cv.id, other, role, role)})
 			}
 			return nil
@@ -357,7 +357,7 @@ func (c *checker) entry(e *Entry) {
 			if m.ConversationID == "" {
 				what = "a conversation"
 			}
-			c.add(Finding{Line: e.Line, Severity: SeverityError, Code: string(engine.ErrUnexpected), Agent: m.Sender, Role: c.roles[m.Sender],
+			c.add(Finding{Line: e.Line, Severity: SeverityError, Code: string(engine.CodeUnexpected), Agent: m.Sender, Role: c.roles[m.Sender],
 				Message: fmt.Sprintf("%s from %q is in %s the trace never opened, and cannot open one (a conversation of %q opens with %s)", m.Performative, m.Sender, what, c.p.Name, c.openingText())})
 			return
 		}
@@ -378,7 +378,7 @@ func (c *checker) entry(e *Entry) {
 func (c *checker) process(cv *conversation, agent string, h *engine.Handler, ev engine.Event) {
 	c.q.Reset()
 	if err := h.Process(ev, &c.q); err != nil {
-		c.add(Finding{Line: c.line, Severity: SeverityError, Code: string(engine.ErrUnexpected), Agent: agent, Role: c.roles[agent], Message: err.Error()})
+		c.add(Finding{Line: c.line, Severity: SeverityError, Code: string(engine.CodeUnexpected), Agent: agent, Role: c.roles[agent], Message: err.Error()})
 		return
 	}
 	c.collect(cv, agent)

@@ -182,7 +182,7 @@ func run(ctx context.Context, out, journal io.Writer, cfg config) error {
 
 // carrierLogic bids with the carrier's price formula and, once awarded,
 // delivers.
-func carrierLogic(name string, price *decision.Program) func(context.Context, *decision.Request) (decision.Answer, error) {
+func carrierLogic(name string, price *decision.Expression) func(context.Context, *decision.Request) (decision.Answer, error) {
 	return func(_ context.Context, req *decision.Request) (decision.Answer, error) {
 		switch req.Point {
 		case "solicited":
