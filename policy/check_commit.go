@@ -25,7 +25,7 @@ func checkJoins(c *checker) {
 	}
 	for i, s := range c.p.States {
 		if s.Join && !involves[i] {
-			c.d.errorf(CodeJoinWithoutMany, s.Pos, "state %q is a join, but no role declared many sends or receives a message in or into it; a join gathers the sessions of a many role", s.Name)
+			c.d.errorf(CodeJoinWithoutMany, s.Pos, "state %s is a join, but no role declared many sends or receives a message in or into it; a join gathers the sessions of a many role", Quote(s.Name))
 		}
 	}
 }
@@ -38,7 +38,7 @@ func checkCommitments(c *checker) {
 	senders := c.sendersOf()
 	for _, cm := range c.p.Commitments {
 		if cm.Debtor.Name != "" && cm.Debtor.Name == cm.Creditor.Name {
-			c.d.errorf(CodeCommitmentParties, cm.Creditor.Pos, "commitment %q has %q as both debtor and creditor; a commitment binds one role to another", cm.Name, cm.Debtor.Name)
+			c.d.errorf(CodeCommitmentParties, cm.Creditor.Pos, "commitment %s has %s as both debtor and creditor; a commitment binds one role to another", Quote(cm.Name), Quote(cm.Debtor.Name))
 		}
 		author := func(refs []Ref, op string, role Ref, party string) {
 			if c.roles[role.Name] == nil {
@@ -47,7 +47,7 @@ func checkCommitments(c *checker) {
 			for _, r := range refs {
 				for _, s := range senders[r.Name] {
 					if s != role.Name {
-						c.d.errorf(CodeCommitmentAuth, r.Pos, "commitment %q is %s by %q, which %q sends; only the %s (%q) can %s it", cm.Name, op, r.Name, s, party, role.Name, verb(op))
+						c.d.errorf(CodeCommitmentAuth, r.Pos, "commitment %s is %s by %s, which %s sends; only the %s (%s) can %s it", Quote(cm.Name), op, Quote(r.Name), Quote(s), party, Quote(role.Name), verb(op))
 					}
 				}
 			}
@@ -112,7 +112,7 @@ func checkDischarge(c *checker, cm *Commitment) {
 				continue
 			}
 			if k := c.next[i][j]; k >= 0 && !can[k] && c.reach[i] {
-				c.d.errorf(CodeNoDischarge, t.Pos, "commitment %q is created by %q here, but no path from state %q sends a discharge message (%s), so it can only end violated", cm.Name, t.Message.Name, t.Next.Name, refList(cm.Discharge)).related(cm.Pos, "commitment %q", cm.Name)
+				c.d.errorf(CodeNoDischarge, t.Pos, "commitment %s is created by %s here, but no path from state %s sends a discharge message (%s), so it can only end violated", Quote(cm.Name), Quote(t.Message.Name), Quote(t.Next.Name), refList(cm.Discharge)).related(cm.Pos, "commitment %s", Quote(cm.Name))
 			}
 		}
 	}
@@ -142,12 +142,12 @@ func checkChildBindings(c *checker) {
 		for _, b := range s.Child.Bindings {
 			bound[b.Child] = true
 			if !slices.Contains(childRoles, b.Child) {
-				c.d.errorf(CodeChildBinding, b.Pos, "child policy %q has no role %q%s", child.Name, b.Child, didYouMean(b.Child, childRoles))
+				c.d.errorf(CodeChildBinding, b.Pos, "child policy %s has no role %s%s", Quote(child.Name), Quote(b.Child), didYouMean(b.Child, childRoles))
 			}
 		}
 		for _, r := range childRoles {
 			if !bound[r] {
-				c.d.errorf(CodeChildBinding, s.Child.Pos, "role %q of child policy %q is not bound to a role of %q; add it under roles", r, child.Name, c.p.Name)
+				c.d.errorf(CodeChildBinding, s.Child.Pos, "role %s of child policy %s is not bound to a role of %s; add it under roles", Quote(r), Quote(child.Name), Quote(c.p.Name))
 			}
 		}
 		var outcomes []string
@@ -163,7 +163,7 @@ func checkChildBindings(c *checker) {
 			}
 			handled[t.Outcome] = true
 			if !slices.Contains(outcomes, t.Outcome) {
-				c.d.errorf(CodeUnresolved, t.Pos, "child policy %q never ends with outcome %q%s", child.Name, t.Outcome, didYouMean(t.Outcome, outcomes))
+				c.d.errorf(CodeUnresolved, t.Pos, "child policy %s never ends with outcome %s%s", Quote(child.Name), Quote(t.Outcome), didYouMean(t.Outcome, outcomes))
 			}
 		}
 		var missing []string
@@ -173,7 +173,7 @@ func checkChildBindings(c *checker) {
 			}
 		}
 		if len(missing) > 0 {
-			c.d.errorf(CodeDeadEnd, s.Pos, "in-child state %q has no child-return for %s of child policy %q: a child that ends so leaves the conversation stuck", s.Name, plural(len(missing), "outcome", "outcomes")+" "+listNames(missing, 5), child.Name)
+			c.d.errorf(CodeDeadEnd, s.Pos, "in-child state %s has no child-return for %s of child policy %s: a child that ends so leaves the conversation stuck", Quote(s.Name), plural(len(missing), "outcome", "outcomes")+" "+listNames(missing, 5), Quote(child.Name))
 		}
 	}
 }

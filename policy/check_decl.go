@@ -7,7 +7,7 @@ import "fmt"
 func checkDeclarations(c *checker) {
 	p := c.p
 	if p.Name != "" && !ValidName(p.Name) {
-		c.d.errorf(CodeInvalidValue, p.Pos, "policy name %q is not a valid name (letters, digits, _ and -, starting with a letter)", p.Name)
+		c.d.errorf(CodeInvalidValue, p.Pos, "policy name %s is not a valid name (letters, digits, _ and -, starting with a letter)", Quote(p.Name))
 	}
 	// kind checks the names of one kind of declaration; of, when set,
 	// says what they belong to (` of message type "request"`).
@@ -18,10 +18,10 @@ func checkDeclarations(c *checker) {
 				continue
 			}
 			if !ValidName(d.name) {
-				c.d.errorf(CodeInvalidValue, d.pos, "%s name %q%s is not a valid name (letters, digits, _ and -, starting with a letter)", what, d.name, of)
+				c.d.errorf(CodeInvalidValue, d.pos, "%s name %s%s is not a valid name (letters, digits, _ and -, starting with a letter)", what, Quote(d.name), of)
 			}
 			if at, dup := first[d.name]; dup {
-				c.d.errorf(CodeDuplicate, d.pos, "%s %q%s is declared twice", what, d.name, of).related(at, "first declared here")
+				c.d.errorf(CodeDuplicate, d.pos, "%s %s%s is declared twice", what, Quote(d.name), of).related(at, "first declared here")
 				continue
 			}
 			first[d.name] = d.pos
@@ -35,9 +35,9 @@ func checkDeclarations(c *checker) {
 	kind("commitment", declsOf(p.Commitments, func(cm *Commitment) (string, Pos) { return cm.Name, cm.Pos }))
 	kind("state", declsOf(p.States, func(s *State) (string, Pos) { return s.Name, s.Pos }))
 	for _, m := range p.Messages {
-		kindOf("field", fmt.Sprintf(" of message type %q", m.Name), declsOf(m.Fields, func(f *Field) (string, Pos) { return f.Name, f.Pos }))
+		kindOf("field", fmt.Sprintf(" of message type %s", Quote(m.Name)), declsOf(m.Fields, func(f *Field) (string, Pos) { return f.Name, f.Pos }))
 		if m.Performative != "" && !contains(Performatives, m.Performative) {
-			c.d.errorf(CodeInvalidValue, m.Pos, "message type %q has performative %q, which is not a FIPA communicative act%s", m.Name, m.Performative, didYouMean(m.Performative, Performatives))
+			c.d.errorf(CodeInvalidValue, m.Pos, "message type %s has performative %s, which is not a FIPA communicative act%s", Quote(m.Name), Quote(m.Performative), didYouMean(m.Performative, Performatives))
 		}
 	}
 	for _, s := range p.States {
@@ -45,7 +45,7 @@ func checkDeclarations(c *checker) {
 			seen := map[string]Pos{}
 			for _, b := range s.Child.Bindings {
 				if at, dup := seen[b.Child]; dup {
-					c.d.errorf(CodeDuplicate, b.Pos, "child role %q is bound twice", b.Child).related(at, "first bound here")
+					c.d.errorf(CodeDuplicate, b.Pos, "child role %s is bound twice", Quote(b.Child)).related(at, "first bound here")
 				}
 				seen[b.Child] = b.Pos
 			}
@@ -54,7 +54,7 @@ func checkDeclarations(c *checker) {
 		for _, t := range s.Transitions {
 			for _, a := range t.Set {
 				if at, dup := seen[a.Var.Name]; dup {
-					c.d.errorf(CodeDuplicate, a.Var.Pos, "variable %q is set twice by one transition", a.Var.Name).related(at, "first set here")
+					c.d.errorf(CodeDuplicate, a.Var.Pos, "variable %s is set twice by one transition", Quote(a.Var.Name)).related(at, "first set here")
 				}
 				seen[a.Var.Name] = a.Var.Pos
 			}

@@ -19,9 +19,9 @@ func checkInitial(c *checker) {
 	case p.Initial.Name == "":
 		c.d.errorf(CodeInitialState, p.Pos, "the policy has no initial state")
 	case c.initial < 0:
-		c.d.errorf(CodeInitialState, p.Initial.Pos, "initial state %q is not declared%s", p.Initial.Name, didYouMean(p.Initial.Name, c.stateNames()))
+		c.d.errorf(CodeInitialState, p.Initial.Pos, "initial state %s is not declared%s", Quote(p.Initial.Name), didYouMean(p.Initial.Name, c.stateNames()))
 	case p.States[c.initial].Kind == KindTerminal:
-		c.d.errorf(CodeInitialState, p.Initial.Pos, "initial state %q is terminal, so no message can ever be exchanged", p.Initial.Name)
+		c.d.errorf(CodeInitialState, p.Initial.Pos, "initial state %s is terminal, so no message can ever be exchanged", Quote(p.Initial.Name))
 	}
 }
 
@@ -35,7 +35,7 @@ func checkHasTerminal(c *checker) {
 			return
 		}
 	}
-	c.d.errorf(CodeNoTerminal, c.p.Pos, "policy %q has no terminal state, so no conversation can end; add one such as done: {terminal: done}", c.p.Name)
+	c.d.errorf(CodeNoTerminal, c.p.Pos, "policy %s has no terminal state, so no conversation can end; add one such as done: {terminal: done}", Quote(c.p.Name))
 }
 
 // checkReachable warns about states no path from the initial state reaches.
@@ -45,7 +45,7 @@ func checkReachable(c *checker) {
 	}
 	for i, s := range c.p.States {
 		if !c.reach[i] {
-			c.d.warnf(CodeUnreachable, s.Pos, "state %q is unreachable from the initial state %q", s.Name, c.p.Initial.Name)
+			c.d.warnf(CodeUnreachable, s.Pos, "state %s is unreachable from the initial state %s", Quote(s.Name), Quote(c.p.Initial.Name))
 		}
 	}
 }
@@ -54,7 +54,7 @@ func checkReachable(c *checker) {
 func checkDeadEnds(c *checker) {
 	for _, s := range c.p.States {
 		if s.Kind != KindTerminal && len(s.Transitions) == 0 {
-			c.d.errorf(CodeDeadEnd, s.Pos, "%s state %q has no transitions, so a conversation that enters it never ends; add transitions or make it terminal", s.Kind, s.Name)
+			c.d.errorf(CodeDeadEnd, s.Pos, "%s state %s has no transitions, so a conversation that enters it never ends; add transitions or make it terminal", s.Kind, Quote(s.Name))
 		}
 	}
 }
@@ -93,7 +93,7 @@ func checkTermination(c *checker) {
 				}
 			}
 			s := c.p.States[i]
-			msg := fmt.Sprintf("no terminal state can be reached from state %q", s.Name)
+			msg := fmt.Sprintf("no terminal state can be reached from state %s", Quote(s.Name))
 			if len(region) > 1 {
 				msg += fmt.Sprintf(" (nor from %s it leads to)", listNames(region[1:], 5))
 			}
@@ -119,7 +119,7 @@ func listNames(list []string, max int) string {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		fmt.Fprintf(&b, "%q", s)
+		b.WriteString(Quote(s))
 	}
 	return b.String()
 }

@@ -12,17 +12,17 @@ func checkReferences(c *checker) {
 
 	role := func(r Ref, what string) {
 		if r.Name != "" && c.roles[r.Name] == nil {
-			c.d.errorf(CodeUndeclaredRole, r.Pos, "%s %q is not a declared role%s", what, r.Name, didYouMean(r.Name, roleNames))
+			c.d.errorf(CodeUndeclaredRole, r.Pos, "%s %s is not a declared role%s", what, Quote(r.Name), didYouMean(r.Name, roleNames))
 		}
 	}
 	msg := func(r Ref) {
 		if r.Name != "" && c.msgs[r.Name] == nil {
-			c.d.errorf(CodeUnresolved, r.Pos, "message type %q is not declared%s", r.Name, didYouMean(r.Name, msgNames))
+			c.d.errorf(CodeUnresolved, r.Pos, "message type %s is not declared%s", Quote(r.Name), didYouMean(r.Name, msgNames))
 		}
 	}
 	timer := func(r Ref) {
 		if r.Name != "" && c.timers[r.Name] == nil {
-			c.d.errorf(CodeUnresolved, r.Pos, "timer %q is not declared%s", r.Name, didYouMean(r.Name, timerNames))
+			c.d.errorf(CodeUnresolved, r.Pos, "timer %s is not declared%s", Quote(r.Name), didYouMean(r.Name, timerNames))
 		}
 	}
 	for _, t := range p.Timers {
@@ -47,10 +47,10 @@ func checkReferences(c *checker) {
 		}
 		if s.Child != nil {
 			if c.opts.resolve != nil && s.Child.Policy.Name != "" && c.opts.resolve(s.Child.Policy.Name) == nil {
-				c.d.errorf(CodeUnresolved, s.Child.Policy.Pos, "child policy %q is not known (load it alongside this one, or ship it under policies/)", s.Child.Policy.Name)
+				c.d.errorf(CodeUnresolved, s.Child.Policy.Pos, "child policy %s is not known (load it alongside this one, or ship it under policies/)", Quote(s.Child.Policy.Name))
 			}
 			for _, b := range s.Child.Bindings {
-				role(b.Parent, "the role bound to child role "+quote(b.Child)+",")
+				role(b.Parent, "the role bound to child role "+Quote(b.Child)+",")
 			}
 		}
 		for j, t := range s.Transitions {
@@ -58,7 +58,7 @@ func checkReferences(c *checker) {
 				if stateNames == nil {
 					stateNames = c.stateNames()
 				}
-				c.d.errorf(CodeUnresolved, t.Next.Pos, "state %q is not declared%s", t.Next.Name, didYouMean(t.Next.Name, stateNames))
+				c.d.errorf(CodeUnresolved, t.Next.Pos, "state %s is not declared%s", Quote(t.Next.Name), didYouMean(t.Next.Name, stateNames))
 			}
 			switch t.Kind {
 			case SendMessage:
@@ -70,14 +70,12 @@ func checkReferences(c *checker) {
 			}
 			for _, a := range t.Set {
 				if a.Var.Name != "" && c.vars[a.Var.Name] == nil {
-					c.d.errorf(CodeUnresolved, a.Var.Pos, "variable %q is not declared (declare it under vars)%s", a.Var.Name, didYouMean(a.Var.Name, varNames))
+					c.d.errorf(CodeUnresolved, a.Var.Pos, "variable %s is not declared (declare it under vars)%s", Quote(a.Var.Name), didYouMean(a.Var.Name, varNames))
 				}
 			}
 		}
 	}
 }
-
-func quote(s string) string { return `"` + s + `"` }
 
 // checkStateShapes reports transitions that do not fit their state's kind;
 // the YAML form cannot express most of these, the XML form can.
@@ -86,32 +84,32 @@ func checkStateShapes(c *checker) {
 		switch s.Kind {
 		case KindTerminal:
 			if len(s.Transitions) > 0 {
-				c.d.errorf(CodeInvalidValue, s.Transitions[0].Pos, "terminal state %q has transitions: a terminal state ends the conversation", s.Name)
+				c.d.errorf(CodeInvalidValue, s.Transitions[0].Pos, "terminal state %s has transitions: a terminal state ends the conversation", Quote(s.Name))
 			}
 			if s.Outcome == "" {
-				c.d.errorf(CodeMissingField, s.Pos, "terminal state %q has no outcome (such as done, refused or timeout)", s.Name)
+				c.d.errorf(CodeMissingField, s.Pos, "terminal state %s has no outcome (such as done, refused or timeout)", Quote(s.Name))
 			}
 		case KindInChild:
 			if s.Child == nil {
-				c.d.errorf(CodeMissingField, s.Pos, "in-child state %q names no child policy", s.Name)
+				c.d.errorf(CodeMissingField, s.Pos, "in-child state %s names no child policy", Quote(s.Name))
 			}
 			for _, t := range s.Transitions {
 				if t.Kind == SendMessage {
-					c.d.errorf(CodeInvalidValue, t.Pos, "in-child state %q cannot send %q: while the child policy runs, only child-return and on-timeout transitions apply", s.Name, t.Message.Name)
+					c.d.errorf(CodeInvalidValue, t.Pos, "in-child state %s cannot send %s: while the child policy runs, only child-return and on-timeout transitions apply", Quote(s.Name), Quote(t.Message.Name))
 				}
 			}
 		case KindNormal:
 			for _, t := range s.Transitions {
 				if t.Kind == ChildReturn {
-					c.d.errorf(CodeInvalidValue, t.Pos, "state %q runs no child policy, so it cannot have a child-return transition", s.Name)
+					c.d.errorf(CodeInvalidValue, t.Pos, "state %s runs no child policy, so it cannot have a child-return transition", Quote(s.Name))
 				}
 			}
 		}
 		if s.Kind != KindNormal && s.Decide != nil {
-			c.d.errorf(CodeInvalidValue, s.Decide.Pos, "only a normal state can be a decision point with decide; %q is %s", s.Name, s.Kind)
+			c.d.errorf(CodeInvalidValue, s.Decide.Pos, "only a normal state can be a decision point with decide; %s is %s", Quote(s.Name), s.Kind)
 		}
 		if s.Kind != KindNormal && s.Join {
-			c.d.errorf(CodeInvalidValue, s.Pos, "only a normal state can be a join; %q is %s", s.Name, s.Kind)
+			c.d.errorf(CodeInvalidValue, s.Pos, "only a normal state can be a join; %s is %s", Quote(s.Name), s.Kind)
 		}
 	}
 }

@@ -24,12 +24,12 @@ func checkTimers(c *checker) {
 			}
 			handled[t.Timer.Name] = true
 			if !armed[t.Timer.Name] && c.timers[t.Timer.Name] != nil {
-				c.d.errorf(CodeTimerNotArmed, t.Timer.Pos, "state %q handles timer %q but does not arm it, so this transition can never be taken; add arm: %s to the state", s.Name, t.Timer.Name, t.Timer.Name)
+				c.d.errorf(CodeTimerNotArmed, t.Timer.Pos, "state %s handles timer %s but does not arm it, so this transition can never be taken; add arm: %s to the state", Quote(s.Name), Quote(t.Timer.Name), clip(t.Timer.Name))
 			}
 		}
 		for _, r := range s.Arm {
 			if r.Name != "" && !handled[r.Name] && c.timers[r.Name] != nil && !s.Join {
-				c.d.warnf(CodeTimerNotHandled, r.Pos, "state %q arms timer %q but has no on-timeout transition for it, so its expiry does nothing", s.Name, r.Name)
+				c.d.warnf(CodeTimerNotHandled, r.Pos, "state %s arms timer %s but has no on-timeout transition for it, so its expiry does nothing", Quote(s.Name), Quote(r.Name))
 			}
 		}
 	}
@@ -72,27 +72,27 @@ func checkUnused(c *checker) {
 	}
 	for _, r := range p.Roles {
 		if !usedRoles[r.Name] {
-			c.d.warnf(CodeUnused, r.Pos, "role %q takes part in no transition", r.Name)
+			c.d.warnf(CodeUnused, r.Pos, "role %s takes part in no transition", Quote(r.Name))
 		}
 	}
 	for _, m := range p.Messages {
 		if !usedMsgs[m.Name] {
-			c.d.warnf(CodeUnused, m.Pos, "message type %q is never sent", m.Name)
+			c.d.warnf(CodeUnused, m.Pos, "message type %s is never sent", Quote(m.Name))
 		}
 	}
 	for _, t := range p.Timers {
 		if !usedTimers[t.Name] {
-			c.d.warnf(CodeUnused, t.Pos, "timer %q is never armed", t.Name)
+			c.d.warnf(CodeUnused, t.Pos, "timer %s is never armed", Quote(t.Name))
 		}
 	}
 	for _, v := range p.Vars {
 		switch {
 		case !setVars[v.Name] && !c.varsRead[v.Name]:
-			c.d.warnf(CodeUnused, v.Pos, "variable %q is never set or read", v.Name)
+			c.d.warnf(CodeUnused, v.Pos, "variable %s is never set or read", Quote(v.Name))
 		case !setVars[v.Name]:
-			c.d.warnf(CodeUnused, v.Pos, "variable %q is read but never set, so it is always empty", v.Name)
+			c.d.warnf(CodeUnused, v.Pos, "variable %s is read but never set, so it is always empty", Quote(v.Name))
 		case !c.varsRead[v.Name]:
-			c.d.warnf(CodeUnused, v.Pos, "variable %q is set but never read", v.Name)
+			c.d.warnf(CodeUnused, v.Pos, "variable %s is set but never read", Quote(v.Name))
 		}
 	}
 }
@@ -108,15 +108,15 @@ func checkDeadline(c *checker, t *Timer) {
 		switch {
 		case f == nil:
 			cands := append(slices.Clone(ACLTimeParams), names(m.Fields, func(f *Field) string { return f.Name })...)
-			c.d.errorf(CodeTimerDeadline, t.Deadline.Pos, "timer %q reads %q, but message type %q has no field %q (a deadline reads reply_by or a time field)%s", t.Name, t.Deadline, m.Name, t.Deadline.Field, didYouMean(t.Deadline.Field, cands))
+			c.d.errorf(CodeTimerDeadline, t.Deadline.Pos, "timer %s reads %s, but message type %s has no field %s (a deadline reads reply_by or a time field)%s", Quote(t.Name), Quote(t.Deadline.String()), Quote(m.Name), Quote(t.Deadline.Field), didYouMean(t.Deadline.Field, cands))
 			return
 		case f.Type != TypeTime:
-			c.d.errorf(CodeTimerDeadline, t.Deadline.Pos, "timer %q reads %q, which is a %s, not a time", t.Name, t.Deadline, f.Type)
+			c.d.errorf(CodeTimerDeadline, t.Deadline.Pos, "timer %s reads %s, which is a %s, not a time", Quote(t.Name), Quote(t.Deadline.String()), f.Type)
 			return
 		}
 		optional = f.Optional
 	}
 	if optional && t.Default == 0 {
-		c.d.errorf(CodeTimerDeadline, t.Pos, "timer %q needs a default duration for when %q is absent; every wait must be bounded", t.Name, t.Deadline)
+		c.d.errorf(CodeTimerDeadline, t.Pos, "timer %s needs a default duration for when %s is absent; every wait must be bounded", Quote(t.Name), Quote(t.Deadline.String()))
 	}
 }

@@ -34,7 +34,7 @@ func checkDeterminism(c *checker) {
 				tr = trigger{kind: t.Kind, a: t.Outcome}
 			}
 			if first, ok := unguarded[tr]; ok {
-				c.d.warnf(CodeShadowed, t.Pos, "this %s transition in state %q is never taken: an earlier one with the same %s and no guard always matches first", t.Kind, s.Name, triggerName(t)).related(first.Pos, "the earlier transition")
+				c.d.warnf(CodeShadowed, t.Pos, "this %s transition in state %s is never taken: an earlier one with the same %s and no guard always matches first", t.Kind, Quote(s.Name), triggerName(t)).related(first.Pos, "the earlier transition")
 				continue
 			}
 			if t.Guard == nil {
@@ -45,7 +45,7 @@ func checkDeterminism(c *checker) {
 			}
 			k := [2]string{t.From.Name, t.MessageKey()}
 			if first, ok := keys[k]; ok && (first.To.Name != t.To.Name || first.Message.Name != t.Message.Name) {
-				c.d.errorf(CodeNondeterministic, t.Pos, "state %q offers %q two choices named %q (%q to %q and %q to %q); give one a distinct key", s.Name, t.From.Name, t.MessageKey(), first.Message.Name, first.To.Name, t.Message.Name, t.To.Name).related(first.Pos, "the other choice")
+				c.d.errorf(CodeNondeterministic, t.Pos, "state %s offers %s two choices named %s (%s to %s and %s to %s); give one a distinct key", Quote(s.Name), Quote(t.From.Name), Quote(t.MessageKey()), Quote(first.Message.Name), Quote(first.To.Name), Quote(t.Message.Name), Quote(t.To.Name)).related(first.Pos, "the other choice")
 			} else if !ok {
 				keys[k] = t
 			}
@@ -56,7 +56,7 @@ func checkDeterminism(c *checker) {
 			if m.Match == nil {
 				cls := [3]string{t.From.Name, t.To.Name, m.Performative}
 				if first, ok := classes[cls]; ok && first.Message.Name != t.Message.Name {
-					c.d.errorf(CodeNondeterministic, t.Pos, "in state %q, %q cannot tell %q from %q: both are %s messages from %q and neither has a match rule; add match to one of the message types", s.Name, t.To.Name, first.Message.Name, t.Message.Name, m.Performative, t.From.Name).related(first.Pos, "the other transition").related(m.Pos, "message type %q", m.Name)
+					c.d.errorf(CodeNondeterministic, t.Pos, "in state %s, %s cannot tell %s from %s: both are %s messages from %s and neither has a match rule; add match to one of the message types", Quote(s.Name), Quote(t.To.Name), Quote(first.Message.Name), Quote(t.Message.Name), clip(m.Performative), Quote(t.From.Name)).related(first.Pos, "the other transition").related(m.Pos, "message type %s", Quote(m.Name))
 				} else if !ok {
 					classes[cls] = t
 				}
@@ -64,7 +64,7 @@ func checkDeterminism(c *checker) {
 			}
 			mk := [4]string{t.From.Name, t.To.Name, m.Performative, m.Match.Src}
 			if first, ok := matches[mk]; ok && first.Message.Name != t.Message.Name {
-				c.d.errorf(CodeNondeterministic, t.Pos, "in state %q, %q cannot tell %q from %q: both are %s messages from %q with the same match rule", s.Name, t.To.Name, first.Message.Name, t.Message.Name, m.Performative, t.From.Name).related(first.Pos, "the other transition")
+				c.d.errorf(CodeNondeterministic, t.Pos, "in state %s, %s cannot tell %s from %s: both are %s messages from %s with the same match rule", Quote(s.Name), Quote(t.To.Name), Quote(first.Message.Name), Quote(t.Message.Name), clip(m.Performative), Quote(t.From.Name)).related(first.Pos, "the other transition")
 			} else if !ok {
 				matches[mk] = t
 			}
@@ -75,11 +75,11 @@ func checkDeterminism(c *checker) {
 func triggerName(t *Transition) string {
 	switch t.Kind {
 	case SendMessage:
-		return fmt.Sprintf("message (%q from %q to %q)", t.Message.Name, t.From.Name, t.To.Name)
+		return fmt.Sprintf("message (%s from %s to %s)", Quote(t.Message.Name), Quote(t.From.Name), Quote(t.To.Name))
 	case OnTimeout:
-		return fmt.Sprintf("timer (%q)", t.Timer.Name)
+		return fmt.Sprintf("timer (%s)", Quote(t.Timer.Name))
 	}
-	return fmt.Sprintf("outcome (%q)", t.Outcome)
+	return fmt.Sprintf("outcome (%s)", Quote(t.Outcome))
 }
 
 // checkReflexive reports a role sending a message to itself.
@@ -87,7 +87,7 @@ func checkReflexive(c *checker) {
 	for _, s := range c.p.States {
 		for _, t := range s.Transitions {
 			if t.Kind == SendMessage && t.From.Name != "" && t.From.Name == t.To.Name {
-				c.d.errorf(CodeReflexive, t.To.Pos, "role %q sends %q to itself; a message goes from one role to another", t.From.Name, t.Message.Name)
+				c.d.errorf(CodeReflexive, t.To.Pos, "role %s sends %s to itself; a message goes from one role to another", Quote(t.From.Name), Quote(t.Message.Name))
 			}
 		}
 	}

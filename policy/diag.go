@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 )
 
 // Severity says how bad a diagnostic is. The zero value is invalid, so a
@@ -134,4 +135,29 @@ func (d *diags) warnf(code Code, pos Pos, format string, args ...any) *Diagnosti
 func (dg *Diagnostic) related(pos Pos, format string, args ...any) *Diagnostic {
 	dg.Related = append(dg.Related, Related{Pos: pos, Message: fmt.Sprintf(format, args...)})
 	return dg
+}
+
+// maxParserMessage is the most bytes of a YAML or XML parser's own
+// message a diagnostic repeats: such a message can quote the file (an
+// anchor or element name) without bound.
+const maxParserMessage = 256
+
+// clip returns a name from a file that a message shows without quotes
+// (an XML element name, a performative) cut to its first MaxQuoted bytes,
+// at a rune boundary, with an ellipsis when it is longer.
+func clip(s string) string { return cut(s, MaxQuoted) }
+
+// clipMessage cuts a parser's message to maxParserMessage bytes.
+func clipMessage(s string) string { return cut(s, maxParserMessage) }
+
+// cut returns s when it has at most n bytes, and else its first n bytes
+// (fewer, to end at a rune boundary) followed by an ellipsis.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }

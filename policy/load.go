@@ -3,6 +3,7 @@ package policy
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -45,24 +46,45 @@ func Load(filename string, src []byte, opts ...LoadOption) (*Policy, Diagnostics
 	return LoadYAML(filename, src, opts...)
 }
 
-// LoadFile reads and loads the policy file at path. The error is for I/O
-// only; problems in the file are diagnostics.
+// LoadFile reads and loads the policy file at path, reading it with
+// ReadFile. The error is for I/O only; problems in the file, its size
+// included, are diagnostics.
 func LoadFile(path string, opts ...LoadOption) (*Policy, Diagnostics, error) {
-	o := newLoadOptions(opts)
-	info, err := os.Stat(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	if info.Size() > int64(o.limits.MaxBytes) {
-		return nil, Diagnostics{{Severity: SeverityError, Code: CodeLimit, Pos: Pos{File: path, Line: 1, Col: 1},
-			Message: fmt.Sprintf("file is %d bytes, more than the limit of %d", info.Size(), o.limits.MaxBytes)}}, nil
-	}
-	src, err := os.ReadFile(path)
-	if err != nil {
-		return nil, nil, err
+	src, ds, err := ReadFile(path, opts...)
+	if err != nil || ds != nil {
+		return nil, ds, err
 	}
 	p, ds := Load(path, src, opts...)
 	return p, ds, nil
+}
+
+// ReadFile reads the policy file at path, and at most the limits'
+// MaxBytes of it, from a regular file, a device or a pipe alike: a file
+// that has more is not read further and is reported as a CP006
+// diagnostic at its start, with no source. The error is for I/O only.
+func ReadFile(path string, opts ...LoadOption) ([]byte, Diagnostics, error) {
+	max := newLoadOptions(opts).limits.MaxBytes
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	tooLarge := func(msg string) Diagnostics {
+		return Diagnostics{{Severity: SeverityError, Code: CodeLimit, Pos: Pos{File: path, Line: 1, Col: 1}, Message: msg}}
+	}
+	if info, err := f.Stat(); err == nil && info.Mode().IsRegular() && info.Size() > int64(max) {
+		return nil, tooLarge(fmt.Sprintf("file is %d bytes, more than the limit of %d", info.Size(), max)), nil
+	}
+	// One byte more than the limit tells a file of exactly the limit from
+	// a larger one, whatever Stat said (a device or a pipe has no size).
+	src, err := io.ReadAll(io.LimitReader(f, int64(max)+1))
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(src) > max {
+		return nil, tooLarge(fmt.Sprintf("file is larger than the limit of %d bytes", max)), nil
+	}
+	return src, nil, nil
 }
 
 // Write renders p in format f.

@@ -161,7 +161,7 @@ func (c *checker) project(role string) *Projection {
 		pr.queue = pr.queue[1:]
 		pr.expand(k)
 		if len(pr.proj.States) > pr.limit {
-			c.d.errorf(CodeLimit, c.p.Pos, "projecting onto role %q needs more than %d local states; the role is blind to too much of the policy", role, pr.limit)
+			c.d.errorf(CodeLimit, c.p.Pos, "projecting onto role %s needs more than %d local states; the role is blind to too much of the policy", Quote(role), pr.limit)
 			break
 		}
 	}
@@ -298,7 +298,7 @@ func (pr *projector) expand(k int) {
 		ls.Outcome = c.p.States[terminals[0]].Outcome
 		for _, s := range terminals[1:] {
 			if o := c.p.States[s].Outcome; o != ls.Outcome {
-				pr.blind(k, terminals[0], s, fmt.Sprintf("whether the conversation ended with outcome %q or %q", ls.Outcome, o))
+				pr.blind(k, terminals[0], s, fmt.Sprintf("whether the conversation ended with outcome %s or %s", Quote(ls.Outcome), Quote(o)))
 				break
 			}
 		}
@@ -362,7 +362,7 @@ func (pr *projector) checkSends(k int) {
 		if no < 0 {
 			continue // only terminal states lack it: reported as "has ended"
 		}
-		pr.blind(k, yes, no, fmt.Sprintf("whether it may send %q: it may in state %q but not in state %q", key, c.p.States[yes].Name, c.p.States[no].Name))
+		pr.blind(k, yes, no, fmt.Sprintf("whether it may send %s: it may in state %s but not in state %s", Quote(key), Quote(c.p.States[yes].Name), Quote(c.p.States[no].Name)))
 		return
 	}
 }
@@ -390,25 +390,25 @@ func (pr *projector) blind(k, a, b int, what string) {
 	case branchA != nil && branchB != nil:
 		chooser := c.p.States[pathA[common].from].Name
 		pos = branchA.Pos
-		why = fmt.Sprintf("in state %q the conversation continues either with %s or with %s, and %q sees neither", chooser, describe(branchA), describe(branchB), pr.role)
-		fix = fmt.Sprintf("have %s tell %q which branch was taken (a message to %q in each branch)", senderOf(branchA), pr.role, pr.role)
+		why = fmt.Sprintf("in state %s the conversation continues either with %s or with %s, and %s sees neither", Quote(chooser), describe(branchA), describe(branchB), Quote(pr.role))
+		fix = fmt.Sprintf("have %s tell %s which branch was taken (a message to %s in each branch)", senderOf(branchA), Quote(pr.role), Quote(pr.role))
 	case branchA != nil || branchB != nil:
 		br := branchA
 		if br == nil {
 			br = branchB
 		}
 		pos = br.Pos
-		why = fmt.Sprintf("%s may or may not have happened, and %q does not see it", describe(br), pr.role)
-		fix = fmt.Sprintf("have %s send %q a message after it, or let %q act only once it has heard of it", senderOf(br), pr.role, pr.role)
+		why = fmt.Sprintf("%s may or may not have happened, and %s does not see it", describe(br), Quote(pr.role))
+		fix = fmt.Sprintf("have %s send %s a message after it, or let %s act only once it has heard of it", senderOf(br), Quote(pr.role), Quote(pr.role))
 	default:
-		why = fmt.Sprintf("it reaches both states %q and %q by the same messages", c.p.States[a].Name, c.p.States[b].Name)
+		why = fmt.Sprintf("it reaches both states %s and %s by the same messages", Quote(c.p.States[a].Name), Quote(c.p.States[b].Name))
 		fix = "make the messages that lead to them distinct"
 	}
-	d := c.d.errorf(CodeKnowledgeOfChoice, pos, "role %q cannot tell %s: %s; to fix, %s", pr.role, what, why, fix)
+	d := c.d.errorf(CodeKnowledgeOfChoice, pos, "role %s cannot tell %s: %s; to fix, %s", Quote(pr.role), what, why, fix)
 	if branchA != nil && branchB != nil {
 		d.related(branchB.Pos, "the other branch")
 	}
-	d.related(c.p.States[a].Pos, "state %q", c.p.States[a].Name).related(c.p.States[b].Pos, "state %q", c.p.States[b].Name)
+	d.related(c.p.States[a].Pos, "state %s", Quote(c.p.States[a].Name)).related(c.p.States[b].Pos, "state %s", Quote(c.p.States[b].Name))
 	for _, st := range pathA {
 		if st.from >= 0 {
 			d.Trace = append(d.Trace, describe(c.p.States[st.from].Transitions[st.j]))
@@ -439,16 +439,16 @@ func (pr *projector) path(k, s int) []step {
 func describe(t *Transition) string {
 	switch t.Kind {
 	case SendMessage:
-		return fmt.Sprintf("%q from %q to %q", t.Message.Name, t.From.Name, t.To.Name)
+		return fmt.Sprintf("%s from %s to %s", Quote(t.Message.Name), Quote(t.From.Name), Quote(t.To.Name))
 	case OnTimeout:
-		return fmt.Sprintf("timeout %q", t.Timer.Name)
+		return fmt.Sprintf("timeout %s", Quote(t.Timer.Name))
 	}
-	return fmt.Sprintf("child outcome %q", t.Outcome)
+	return fmt.Sprintf("child outcome %s", Quote(t.Outcome))
 }
 
 func senderOf(t *Transition) string {
 	if t.Kind == SendMessage {
-		return fmt.Sprintf("%q (or %q)", t.From.Name, t.To.Name)
+		return fmt.Sprintf("%s (or %s)", Quote(t.From.Name), Quote(t.To.Name))
 	}
 	return "a role that sees it"
 }

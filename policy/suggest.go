@@ -30,7 +30,7 @@ func Suggest(name string, candidates []string) string {
 // didYouMean returns `; did you mean "x"?` for the nearest candidate, or "".
 func didYouMean(name string, candidates []string) string {
 	if s := Suggest(name, candidates); s != "" {
-		return fmt.Sprintf("; did you mean %q?", s)
+		return fmt.Sprintf("; did you mean %s?", Quote(s))
 	}
 	return ""
 }

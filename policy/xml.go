@@ -33,7 +33,7 @@ func LoadXML(filename string, src []byte, opts ...LoadOption) (*Policy, Diagnost
 	doc.ReadSettings.PreserveDuplicateAttrs = true
 	doc.ReadSettings.PreserveCData = true
 	if err := doc.ReadFromBytes(src); err != nil {
-		l.d.errorf(CodeSyntax, Pos{File: filename, Line: 1, Col: 1}, "%v", err)
+		l.d.errorf(CodeSyntax, Pos{File: filename, Line: 1, Col: 1}, "%s", clipMessage(err.Error()))
 		return nil, l.d.list
 	}
 	root := doc.Root()
@@ -99,13 +99,13 @@ func (l *xmlLoader) scan() bool {
 					msg += "; in an expression, write < as &lt; or put the expression in <![CDATA[ ... ]]>"
 				}
 			}
-			l.d.errorf(CodeSyntax, Pos{File: l.file, Line: line, Col: col}, "%s", msg)
+			l.d.errorf(CodeSyntax, Pos{File: l.file, Line: line, Col: col}, "%s", clipMessage(msg))
 			return false
 		}
 		switch t := tok.(type) {
 		case xml.StartElement:
 			if depth == 0 && len(l.starts) > 0 {
-				l.d.errorf(CodeSyntax, l.posAt(off), "a second root element <%s>: a CP-XML file holds one <policy> element", t.Name.Local)
+				l.d.errorf(CodeSyntax, l.posAt(off), "a second root element <%s>: a CP-XML file holds one <policy> element", clip(t.Name.Local))
 				return false
 			}
 			depth++
@@ -240,22 +240,22 @@ func (l *xmlLoader) attrs(e *etree.Element, allowed, required []string) map[stri
 			name = a.Space + ":" + a.Key
 		}
 		if !contains(allowed, name) {
-			l.d.errorf(CodeUnknownField, l.attrPos(e, name), "unknown attribute %q on <%s>%s", name, e.Tag, didYouMean(name, allowed))
+			l.d.errorf(CodeUnknownField, l.attrPos(e, name), "unknown attribute %s on <%s>%s", Quote(name), e.Tag, didYouMean(name, allowed))
 			continue
 		}
 		if a.Value == "" {
-			l.d.errorf(CodeInvalidValue, l.attrPos(e, name), "attribute %q of <%s> is empty", name, e.Tag)
+			l.d.errorf(CodeInvalidValue, l.attrPos(e, name), "attribute %s of <%s> is empty", Quote(name), e.Tag)
 		}
 		if _, dup := out[name]; dup {
 			seen[name]++
-			l.d.errorf(CodeDuplicate, l.attrPosN(e, name, seen[name]), "attribute %q is given twice on <%s>", name, e.Tag).related(l.attrPos(e, name), "first given here")
+			l.d.errorf(CodeDuplicate, l.attrPosN(e, name, seen[name]), "attribute %s is given twice on <%s>", Quote(name), e.Tag).related(l.attrPos(e, name), "first given here")
 			continue
 		}
 		out[name] = a.Value
 	}
 	for _, r := range required {
 		if _, ok := out[r]; !ok {
-			l.d.errorf(CodeMissingField, l.pos(e), "<%s> has no %q attribute", e.Tag, r)
+			l.d.errorf(CodeMissingField, l.pos(e), "<%s> has no %s attribute", e.Tag, Quote(r))
 		}
 	}
 	return out
@@ -276,7 +276,7 @@ func (l *xmlLoader) boolAttr(e *etree.Element, attrs map[string]string, name str
 	case v == "true" || v == "1":
 		return true
 	default:
-		l.d.errorf(CodeInvalidValue, l.attrPos(e, name), "%s must be true or false, not %q", name, v)
+		l.d.errorf(CodeInvalidValue, l.attrPos(e, name), "%s must be true or false, not %s", name, Quote(v))
 		return false
 	}
 }
@@ -302,13 +302,13 @@ var singleTags = []string{"doc", "match", "decide", "child"}
 func (l *xmlLoader) children(e *etree.Element, allowed []string, fn func(c *etree.Element)) {
 	for _, tok := range e.Child {
 		if cd, ok := tok.(*etree.CharData); ok && !cd.IsWhitespace() {
-			l.d.errorf(CodeInvalidValue, l.pos(e), "<%s> holds text %q outside any element", e.Tag, clip(strings.TrimSpace(cd.Data)))
+			l.d.errorf(CodeInvalidValue, l.pos(e), "<%s> holds text %s outside any element", e.Tag, Quote(strings.TrimSpace(cd.Data)))
 		}
 	}
 	var seen map[string]*etree.Element
 	for _, c := range e.ChildElements() {
 		if !contains(allowed, c.Tag) {
-			l.d.errorf(CodeUnknownField, l.pos(c), "unknown element <%s> in <%s>%s", c.Tag, e.Tag, didYouMean(c.Tag, allowed))
+			l.d.errorf(CodeUnknownField, l.pos(c), "unknown element <%s> in <%s>%s", clip(c.Tag), e.Tag, didYouMean(c.Tag, allowed))
 			continue
 		}
 		if contains(singleTags, c.Tag) {
@@ -329,15 +329,8 @@ func (l *xmlLoader) children(e *etree.Element, allowed []string, fn func(c *etre
 // nothing): an expression, a doc, an attribute-only element.
 func (l *xmlLoader) leaf(e *etree.Element) {
 	for _, c := range e.ChildElements() {
-		l.d.errorf(CodeUnknownField, l.pos(c), "<%s> cannot hold elements such as <%s>; write markup in expressions and docs as &lt; or in CDATA", e.Tag, c.Tag)
+		l.d.errorf(CodeUnknownField, l.pos(c), "<%s> cannot hold elements such as <%s>; write markup in expressions and docs as &lt; or in CDATA", e.Tag, clip(c.Tag))
 	}
-}
-
-func clip(s string) string {
-	if len(s) > 40 {
-		return s[:37] + "..."
-	}
-	return s
 }
 
 // docText reads a <doc> element, without the indentation a writer added.
@@ -382,7 +375,7 @@ var policyChildren = []string{"doc", "role", "message", "timer", "var", "commitm
 func (l *xmlLoader) policy(root *etree.Element) *Policy {
 	p := &Policy{Pos: l.pos(root)}
 	if root.Tag != "policy" {
-		l.d.errorf(CodeInvalidValue, l.pos(root), "the root element is <%s>; a CP-XML file holds one <policy> element", root.Tag)
+		l.d.errorf(CodeInvalidValue, l.pos(root), "the root element is <%s>; a CP-XML file holds one <policy> element", clip(root.Tag))
 		return nil
 	}
 	a := l.attrs(root, []string{"name", "version", "initial"}, []string{"name", "version"})
@@ -455,7 +448,7 @@ func (l *xmlLoader) field(e *etree.Element) *Field {
 	if s, ok := a["type"]; ok {
 		t, opt, valid := ParseFieldType(s)
 		if !valid || opt {
-			l.d.errorf(CodeInvalidValue, l.attrPos(e, "type"), "unknown type %q (types: %s; use optional=\"true\" for an optional value)%s", s, fieldTypeList(), didYouMean(strings.TrimSuffix(s, "?"), strings.Split(fieldTypeList(), ", ")))
+			l.d.errorf(CodeInvalidValue, l.attrPos(e, "type"), "unknown type %s (types: %s; use optional=\"true\" for an optional value)%s", Quote(s), fieldTypeList(), didYouMean(strings.TrimSuffix(s, "?"), strings.Split(fieldTypeList(), ", ")))
 		}
 		f.Type = t
 	}
@@ -488,7 +481,7 @@ func (l *xmlLoader) timer(e *etree.Element) *Timer {
 	l.children(e, []string{"doc"}, func(d *etree.Element) { t.Doc = l.docText(d) })
 	if len(l.d.list) == before {
 		// A bad after or deadline is reported already.
-		l.d.checkTimerShape(t, fmt.Sprintf("timer %q", t.Name))
+		l.d.checkTimerShape(t, fmt.Sprintf("timer %s", Quote(t.Name)))
 	}
 	return t
 }
@@ -522,7 +515,7 @@ func (l *xmlLoader) commitment(e *etree.Element) *Commitment {
 			c.Release = append(c.Release, r)
 		}
 	})
-	l.d.checkCommitmentShape(c, fmt.Sprintf("commitment %q", c.Name))
+	l.d.checkCommitmentShape(c, fmt.Sprintf("commitment %s", Quote(c.Name)))
 	return c
 }
 
@@ -557,7 +550,7 @@ func (l *xmlLoader) state(e *etree.Element) *State {
 		s.Kind = StateKind(kind)
 	default:
 		if hasKind {
-			l.d.errorf(CodeInvalidValue, l.attrPos(e, "kind"), "state kind %q is not one of normal, in-child, terminal%s", kind, didYouMean(kind, []string{"normal", "in-child", "terminal"}))
+			l.d.errorf(CodeInvalidValue, l.attrPos(e, "kind"), "state kind %s is not one of normal, in-child, terminal%s", Quote(kind), didYouMean(kind, []string{"normal", "in-child", "terminal"}))
 		}
 		// Absent (or misspelt, reported above): infer the kind from the
 		// state's content, so one typo is not reported three times.
@@ -571,10 +564,10 @@ func (l *xmlLoader) state(e *etree.Element) *State {
 		}
 	}
 	if s.Outcome != "" && s.Kind != KindTerminal {
-		l.d.errorf(CodeInvalidValue, l.attrPos(e, "outcome"), "state %q has an outcome but is %s; only a terminal state has one", s.Name, s.Kind)
+		l.d.errorf(CodeInvalidValue, l.attrPos(e, "outcome"), "state %s has an outcome but is %s; only a terminal state has one", Quote(s.Name), s.Kind)
 	}
 	if s.Child != nil && s.Kind != KindInChild {
-		l.d.errorf(CodeInvalidValue, l.pos(e), "state %q runs a child policy, so its kind is in-child, not %s", s.Name, s.Kind)
+		l.d.errorf(CodeInvalidValue, l.pos(e), "state %s runs a child policy, so its kind is in-child, not %s", Quote(s.Name), s.Kind)
 	}
 	return s
 }

@@ -87,7 +87,7 @@ func (l *yamlLoader) syntaxError(err error) {
 			}
 		}
 	}
-	l.d.errorf(CodeSyntax, pos, "%s", msg)
+	l.d.errorf(CodeSyntax, pos, "%s", clipMessage(msg))
 }
 
 // posAt returns the position of byte offset off in the source.
@@ -170,7 +170,7 @@ func (l *yamlLoader) pairs(n *yaml.Node, depth int, structural bool) []yamlPair 
 			continue
 		}
 		if first, dup := seen[k.Value]; dup && structural {
-			l.d.errorf(CodeDuplicate, l.pos(k), "duplicate key %q", k.Value).related(l.pos(first), "first given here")
+			l.d.errorf(CodeDuplicate, l.pos(k), "duplicate key %s", Quote(k.Value)).related(l.pos(first), "first given here")
 			continue
 		}
 		seen[k.Value] = k
@@ -218,7 +218,7 @@ func (l *yamlLoader) fields(n *yaml.Node, depth int, what string, allowed []stri
 	}
 	for _, p := range l.pairs(n, depth, true) {
 		if !contains(allowed, p.key) {
-			l.d.errorf(CodeUnknownField, l.pos(p.k), "unknown key %q in %s%s", p.key, what, didYouMean(p.key, allowed))
+			l.d.errorf(CodeUnknownField, l.pos(p.k), "unknown key %s in %s%s", Quote(p.key), what, didYouMean(p.key, allowed))
 			continue
 		}
 		fn(p.key, p.k, p.v)
@@ -245,7 +245,7 @@ func kindName(n *yaml.Node) string {
 		if n.Tag == "!!null" {
 			return "empty"
 		}
-		return fmt.Sprintf("%q", n.Value)
+		return Quote(n.Value)
 	}
 	return "an alias"
 }
@@ -312,10 +312,10 @@ func (l *yamlLoader) duration(n *yaml.Node, depth int, what string) time.Duratio
 func ParseDuration(s string) (time.Duration, error) {
 	d, err := time.ParseDuration(s)
 	if err != nil {
-		return 0, fmt.Errorf("%q is not a duration (write it like 30s, 500ms or 1m30s)", s)
+		return 0, fmt.Errorf("%s is not a duration (write it like 30s, 500ms or 1m30s)", Quote(s))
 	}
 	if d <= 0 {
-		return 0, fmt.Errorf("duration %q must be positive", s)
+		return 0, fmt.Errorf("duration %s must be positive", Quote(s))
 	}
 	return d, nil
 }
@@ -423,7 +423,7 @@ func (l *yamlLoader) policy(root *yaml.Node) *Policy {
 	start := l.pos(root)
 	for _, key := range []string{"policy", "version", "roles", "states"} {
 		if !seen[key] {
-			l.d.errorf(CodeMissingField, start, "the policy has no %q key", key)
+			l.d.errorf(CodeMissingField, start, "the policy has no %s key", Quote(key))
 		}
 	}
 
@@ -457,7 +457,7 @@ func (l *yamlLoader) roles(p *Policy, n *yaml.Node) {
 		for _, pr := range l.pairs(n, 1, false) {
 			r := &Role{Name: pr.key, Pos: l.pos(pr.k)}
 			if v := l.node(pr.v, 2); v != nil && !(v.Kind == yaml.ScalarNode && v.Tag == "!!null") {
-				l.fields(v, 2, fmt.Sprintf("role %q", pr.key), []string{"many", "doc"}, func(key string, _, v *yaml.Node) {
+				l.fields(v, 2, fmt.Sprintf("role %s", Quote(pr.key)), []string{"many", "doc"}, func(key string, _, v *yaml.Node) {
 					switch key {
 					case "many":
 						r.Many = l.boolean(v, 3, "many")
@@ -492,7 +492,7 @@ func (l *yamlLoader) messages(p *Policy, n *yaml.Node) {
 			m.Performative, _ = l.str(v, 2, "a performative")
 			continue
 		}
-		what := fmt.Sprintf("message type %q", pr.key)
+		what := fmt.Sprintf("message type %s", Quote(pr.key))
 		hasPerf := false
 		l.fields(v, 2, what, []string{"performative", "fields", "match", "doc"}, func(key string, _, v *yaml.Node) {
 			switch key {
@@ -536,7 +536,7 @@ func (l *yamlLoader) fieldMap(n *yaml.Node, depth int, what string) []*Field {
 			for i, ft := range FieldTypes {
 				names[i] = string(ft)
 			}
-			l.d.errorf(CodeInvalidValue, l.pos(pr.v), "unknown type %q (types: %s, each may be preceded by optional)%s", s, strings.Join(names, ", "), didYouMean(strings.TrimPrefix(strings.TrimSuffix(s, "?"), "optional "), names))
+			l.d.errorf(CodeInvalidValue, l.pos(pr.v), "unknown type %s (types: %s, each may be preceded by optional)%s", Quote(s), strings.Join(names, ", "), didYouMean(strings.TrimPrefix(strings.TrimSuffix(s, "?"), "optional "), names))
 			continue
 		}
 		f.Type, f.Optional = t, opt
@@ -560,10 +560,10 @@ func (l *yamlLoader) timers(p *Policy, n *yaml.Node) {
 			continue
 		}
 		if v.Kind == yaml.ScalarNode {
-			t.After = l.duration(v, 2, "timer "+strconv.Quote(pr.key))
+			t.After = l.duration(v, 2, "timer "+Quote(pr.key))
 			continue
 		}
-		what := fmt.Sprintf("timer %q", pr.key)
+		what := fmt.Sprintf("timer %s", Quote(pr.key))
 		before := len(l.d.list)
 		l.fields(v, 2, what, []string{"after", "deadline", "default", "doc"}, func(key string, _, v *yaml.Node) {
 			switch key {
@@ -601,7 +601,7 @@ func (l *yamlLoader) fieldRef(s string, pos Pos) *FieldRef {
 func ParseFieldRef(s string) (*FieldRef, error) {
 	msg, field, ok := strings.Cut(s, ".")
 	if !ok || msg == "" || field == "" || strings.Contains(field, ".") {
-		return nil, fmt.Errorf("%q must name a message field as <message>.<field>, such as request.reply_by", s)
+		return nil, fmt.Errorf("%s must name a message field as <message>.<field>, such as request.reply_by", Quote(s))
 	}
 	return &FieldRef{Message: msg, Field: field}, nil
 }
@@ -632,7 +632,7 @@ func (l *yamlLoader) commitments(p *Policy, n *yaml.Node) {
 	for _, pr := range l.pairs(n, 1, false) {
 		c := &Commitment{Name: pr.key, Pos: l.pos(pr.k)}
 		p.Commitments = append(p.Commitments, c)
-		what := fmt.Sprintf("commitment %q", pr.key)
+		what := fmt.Sprintf("commitment %s", Quote(pr.key))
 		ok := l.fields(pr.v, 2, what, commitmentKeys, func(key string, _, v *yaml.Node) {
 			switch key {
 			case "debtor":
@@ -711,7 +711,7 @@ func (l *yamlLoader) state(s *State, n *yaml.Node) {
 	if n = l.node(n, 2); n == nil {
 		return
 	}
-	what := fmt.Sprintf("state %q", s.Name)
+	what := fmt.Sprintf("state %s", Quote(s.Name))
 	if n.Kind == yaml.SequenceNode {
 		s.Transitions = l.transitions(n, 2)
 		return
@@ -760,7 +760,7 @@ func (l *yamlLoader) state(s *State, n *yaml.Node) {
 	switch {
 	case terminalKey != nil:
 		for _, k := range extras {
-			l.d.errorf(CodeInvalidValue, l.pos(k), "terminal %s cannot have %q: a terminal state ends the conversation", what, k.Value)
+			l.d.errorf(CodeInvalidValue, l.pos(k), "terminal %s cannot have %s: a terminal state ends the conversation", what, Quote(k.Value))
 		}
 	case s.Child != nil:
 		s.Kind = KindInChild
@@ -861,9 +861,9 @@ func (l *yamlLoader) transition(n *yaml.Node, depth int) *Transition {
 				if t.Kind == OnTimeout {
 					an = "an"
 				}
-				l.d.errorf(CodeUnknownField, l.pos(pr.k), "%q does not apply to %s %s transition", pr.key, an, t.Kind)
+				l.d.errorf(CodeUnknownField, l.pos(pr.k), "%s does not apply to %s %s transition", Quote(pr.key), an, t.Kind)
 			} else {
-				l.d.errorf(CodeUnknownField, l.pos(pr.k), "unknown key %q in a transition%s", pr.key, didYouMean(pr.key, allowed))
+				l.d.errorf(CodeUnknownField, l.pos(pr.k), "unknown key %s in a transition%s", Quote(pr.key), didYouMean(pr.key, allowed))
 			}
 			continue
 		}
@@ -900,10 +900,10 @@ func (l *yamlLoader) transition(n *yaml.Node, depth int) *Transition {
 	if t.Kind == SendMessage {
 		// Present but empty is reported as an invalid value already.
 		if !hasFrom {
-			l.d.errorf(CodeMissingField, t.Pos, "the send-message transition for %q has no from (the sending role)", t.Message.Name)
+			l.d.errorf(CodeMissingField, t.Pos, "the send-message transition for %s has no from (the sending role)", Quote(t.Message.Name))
 		}
 		if !hasTo {
-			l.d.errorf(CodeMissingField, t.Pos, "the send-message transition for %q has no to (the receiving role)", t.Message.Name)
+			l.d.errorf(CodeMissingField, t.Pos, "the send-message transition for %s has no to (the receiving role)", Quote(t.Message.Name))
 		}
 	}
 	return t
