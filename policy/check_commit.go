@@ -119,7 +119,7 @@ func checkDischarge(c *checker, cm *Commitment) {
 }
 
 func refList(refs []Ref) string {
-	return listNames(names(refs, func(r Ref) string { return r.Name }), 5)
+	return QuoteList(names(refs, func(r Ref) string { return r.Name }), 5)
 }
 
 // checkChildBindings reports in-child states whose child policy's roles
@@ -173,7 +173,7 @@ func checkChildBindings(c *checker) {
 			}
 		}
 		if len(missing) > 0 {
-			c.d.errorf(CodeDeadEnd, s.Pos, "in-child state %s has no child-return for %s of child policy %s: a child that ends so leaves the conversation stuck", Quote(s.Name), plural(len(missing), "outcome", "outcomes")+" "+listNames(missing, 5), Quote(child.Name))
+			c.d.errorf(CodeDeadEnd, s.Pos, "in-child state %s has no child-return for %s of child policy %s: a child that ends so leaves the conversation stuck", Quote(s.Name), plural(len(missing), "outcome", "outcomes")+" "+QuoteList(missing, 5), Quote(child.Name))
 		}
 	}
 }

@@ -3,7 +3,6 @@ package policy
 import (
 	"fmt"
 	"slices"
-	"strings"
 )
 
 // checkInitial reports a missing, undeclared or terminal initial state.
@@ -95,7 +94,7 @@ func checkTermination(c *checker) {
 			s := c.p.States[i]
 			msg := fmt.Sprintf("no terminal state can be reached from state %s", Quote(s.Name))
 			if len(region) > 1 {
-				msg += fmt.Sprintf(" (nor from %s it leads to)", listNames(region[1:], 5))
+				msg += fmt.Sprintf(" (nor from %s it leads to)", QuoteList(region[1:], 5))
 			}
 			c.d.errorf(CodeNoPathToEnd, s.Pos, "%s: a conversation that enters it never ends; add a transition to a terminal state", msg)
 		}
@@ -106,20 +105,4 @@ func checkTermination(c *checker) {
 			}
 		}
 	}
-}
-
-// listNames quotes up to max names and says how many more there are.
-func listNames(list []string, max int) string {
-	var b strings.Builder
-	for i, s := range list {
-		if i == max {
-			fmt.Fprintf(&b, " and %d more", len(list)-max)
-			break
-		}
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(Quote(s))
-	}
-	return b.String()
 }

@@ -32,6 +32,28 @@ func (s Severity) String() string {
 	return fmt.Sprintf("severity(%d)", int(s))
 }
 
+// MarshalText renders s as String does, so that JSON and other text
+// encodings carry a severity as "error", "warning" or "info". The zero
+// Severity, and any other value, is an error.
+func (s Severity) MarshalText() ([]byte, error) {
+	switch s {
+	case SeverityError, SeverityWarning, SeverityInfo:
+		return []byte(s.String()), nil
+	}
+	return nil, fmt.Errorf("invalid severity %d", int(s))
+}
+
+// UnmarshalText reads "error", "warning" or "info".
+func (s *Severity) UnmarshalText(text []byte) error {
+	for _, v := range []Severity{SeverityError, SeverityWarning, SeverityInfo} {
+		if string(text) == v.String() {
+			*s = v
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown severity %s (error, warning or info)", Quote(string(text)))
+}
+
 // Related is a secondary position a diagnostic points at, such as the
 // first declaration of a duplicate or the other branch of a choice.
 type Related struct {
@@ -142,13 +164,36 @@ func (dg *Diagnostic) related(pos Pos, format string, args ...any) *Diagnostic {
 // anchor or element name) without bound.
 const maxParserMessage = 256
 
-// clip returns a name from a file that a message shows without quotes
-// (an XML element name, a performative) cut to its first MaxQuoted bytes,
-// at a rune boundary, with an ellipsis when it is longer.
-func clip(s string) string { return cut(s, MaxQuoted) }
+// Clip returns s, a name or value from a file or a peer that output shows
+// without quotes (an XML element name, a performative, a policy's name in
+// a summary line), cut to its first MaxQuoted bytes at a rune boundary
+// with an ellipsis when it is longer. It is Quote without the quotes.
+func Clip(s string) string { return cut(s, MaxQuoted) }
+
+// clip is Clip, for the loaders and checks.
+func clip(s string) string { return Clip(s) }
 
 // clipMessage cuts a parser's message to maxParserMessage bytes.
 func clipMessage(s string) string { return cut(s, maxParserMessage) }
+
+// QuoteList quotes the first max names with Quote, joined by ", ", and
+// says how many more there are: "a", "b" and 3 more. A message that lists
+// names from a file or a peer lists them so, since there may be any
+// number.
+func QuoteList(names []string, max int) string {
+	var b strings.Builder
+	for i, s := range names {
+		if i == max {
+			fmt.Fprintf(&b, " and %d more", len(names)-max)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(Quote(s))
+	}
+	return b.String()
+}
 
 // cut returns s when it has at most n bytes, and else its first n bytes
 // (fewer, to end at a rune boundary) followed by an ellipsis.
