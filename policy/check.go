@@ -58,6 +58,11 @@ func CheckPolicy(p *Policy, opts ...CheckOption) Diagnostics {
 	if p == nil {
 		return nil
 	}
+	return runChecks(p, opts).d.list
+}
+
+// runChecks runs every check on p and sorts what they found.
+func runChecks(p *Policy, opts []CheckOption) *checker {
 	var o checkOptions
 	for _, opt := range opts {
 		opt(&o)
@@ -67,7 +72,7 @@ func CheckPolicy(p *Policy, opts ...CheckOption) Diagnostics {
 		chk.run(c)
 	}
 	c.d.list.Sort()
-	return c.d.list
+	return c
 }
 
 // checker holds a policy's lookup tables, built once so every check is
@@ -92,6 +97,9 @@ type checker struct {
 	// expressions check, used by the unused check).
 	varsRead  map[string]bool
 	exprCache map[exprKey]*exprResult
+	// projections keeps the projection onto each role that talks, made
+	// by the projection check.
+	projections map[string]*Projection
 }
 
 func newChecker(p *Policy, o checkOptions) *checker {

@@ -26,6 +26,9 @@ type Policy struct {
 	// Initial names the state the conversation starts in.
 	Initial Ref
 	States  []*State
+
+	// loaded holds the diagnostics of loading the policy from its file.
+	loaded Diagnostics
 }
 
 // Role is a part in a policy. A Many role is played by any number of peers

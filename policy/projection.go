@@ -107,7 +107,10 @@ func checkProjection(c *checker) {
 		// A role that sends and receives nothing is reported unused;
 		// projected, it would only see timers fire.
 		if talks[r.Name] {
-			c.project(r.Name)
+			if c.projections == nil {
+				c.projections = map[string]*Projection{}
+			}
+			c.projections[r.Name] = c.project(r.Name)
 		}
 	}
 }

@@ -48,6 +48,9 @@ func LoadXML(filename string, src []byte, opts ...LoadOption) (*Policy, Diagnost
 	}
 	p := l.policy(root)
 	l.d.list.Sort()
+	if p != nil {
+		p.loaded = l.d.list
+	}
 	return p, l.d.list
 }
 

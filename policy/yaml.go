@@ -44,6 +44,9 @@ func LoadYAML(filename string, src []byte, opts ...LoadOption) (*Policy, Diagnos
 	}
 	p := l.policy(doc.Content[0])
 	l.d.list.Sort()
+	if p != nil {
+		p.loaded = l.d.list
+	}
 	return p, l.d.list
 }
 
