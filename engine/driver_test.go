@@ -1,0 +1,572 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/parleyhq/parley/decision"
+	"github.com/parleyhq/parley/engine"
+	"github.com/parleyhq/parley/policies"
+)
+
+// script is decision logic that answers by decision point and has
+// nothing to say (decision.ErrNoDecision) anywhere else.
+type script map[string]decision.Answer
+
+func (s script) Decide(_ context.Context, req *decision.Request) (decision.Answer, error) {
+	if a, ok := s[req.Point]; ok {
+		return a, nil
+	}
+	return decision.Answer{}, decision.ErrNoDecision
+}
+
+// driven is a driver with a record of what it did.
+type driven struct {
+	*engine.Driver
+	// delivered are the messages handlers received: "performative
+	// sender->receiver".
+	delivered []string
+	// fired are the timers that fired: "agent name +offset".
+	fired []string
+	// outcomes are the CPDoneEvents' outcomes by agent.
+	outcomes map[string]string
+	// steps renders every step.
+	steps []string
+}
+
+// drive hosts agents (handlers of shipped policy policyName in the
+// harness's conversation) on a new driver starting at t0; deciders gives
+// each agent's scripted decisions.
+func drive(t *testing.T, policyName string, agents []agent, deciders map[string]script, opts ...engine.DriverOption) *driven {
+	t.Helper()
+	r := &driven{outcomes: map[string]string{}}
+	opts = append(opts, engine.WithObserver(r.observe))
+	for name, s := range deciders {
+		opts = append(opts, engine.WithAgentDecider(name, s))
+	}
+	r.Driver = engine.NewDriver(t0, opts...)
+	for _, a := range agents {
+		h, err := program(t, policyName, a.role).NewHandler(convID, a.name, a.opts...)
+		require.NoError(t, err)
+		require.NoError(t, r.Add(h))
+	}
+	return r
+}
+
+func (r *driven) observe(s engine.Step) {
+	r.steps = append(r.steps, fmt.Sprintf("%s %s/%s %s %s", s.Kind, s.Agent, s.Conversation, s.To, render(s.Event)))
+	switch e := s.Event.(type) {
+	case *engine.MessageEvent:
+		if s.Kind == engine.StepInput {
+			r.delivered = append(r.delivered, fmt.Sprintf("%s %s->%s", e.Message.Performative, e.Message.Sender, s.Agent))
+		}
+	case *engine.TimerEvent:
+		if s.Kind == engine.StepInput {
+			r.fired = append(r.fired, fmt.Sprintf("%s %s %s", s.Agent, timerKey(e.Name, e.Session), offset(e.At)))
+		}
+	case *engine.CPDoneEvent:
+		r.outcomes[s.Agent] = e.Outcome
+	}
+}
+
+// startAll starts every hosted handler, in the order added.
+func (r *driven) startAll(t *testing.T) {
+	t.Helper()
+	for k := range r.Handlers() {
+		require.NoError(t, r.Start(k.Agent, k.Conversation))
+	}
+}
+
+func TestDriverConversations(t *testing.T) {
+	tests := []struct {
+		name      string
+		policy    string
+		deciders  map[string]script
+		advanceTo time.Duration // after settling, move the clock this far from t0
+		delivered []string
+		fired     []string
+		outcomes  map[string]string
+	}{
+		{
+			name:   "request agreed then done with a result",
+			policy: "fipa-request",
+			deciders: map[string]script{
+				"alice": {"start": {Choice: "request", Content: content{"action": "paint"}}},
+				"bob":   {"requested": {Choice: "agree"}, "agreed": {Choice: "inform-result", Content: content{"result": "painted"}}},
+			},
+			delivered: []string{"request alice->bob", "agree bob->alice", "inform bob->alice"},
+			outcomes:  map[string]string{"alice": "result", "bob": "result"},
+		},
+		{
+			name:   "request refused",
+			policy: "fipa-request",
+			deciders: map[string]script{
+				"alice": {"start": {Choice: "request", Content: content{"action": "paint"}}},
+				"bob":   {"requested": {Choice: "refuse", Content: content{"reason": "busy"}}},
+			},
+			delivered: []string{"request alice->bob", "refuse bob->alice"},
+			outcomes:  map[string]string{"alice": "refused", "bob": "refused"},
+		},
+		{
+			name:   "request unanswered times out",
+			policy: "fipa-request",
+			deciders: map[string]script{
+				"alice": {"start": {Choice: "request", Content: content{"action": "paint"}}},
+			},
+			advanceTo: 31 * time.Second,
+			delivered: []string{"request alice->bob"},
+			fired:     []string{"alice reply +30s", "bob reply +30s"},
+			outcomes:  map[string]string{"alice": "timeout", "bob": "timeout"},
+		},
+		{
+			name:   "request agreed, result never comes",
+			policy: "fipa-request",
+			deciders: map[string]script{
+				"alice": {"start": {Choice: "request", Content: content{"action": "paint"}}},
+				"bob":   {"requested": {Choice: "agree"}},
+			},
+			advanceTo: 6 * time.Minute,
+			delivered: []string{"request alice->bob", "agree bob->alice"},
+			// Equal deadlines fire in the order set: bob set his when he
+			// agreed, alice hers when the agree reached her.
+			fired:    []string{"bob commitment:perform +5m0s", "bob result +5m0s", "alice commitment:perform +5m0s", "alice result +5m0s"},
+			outcomes: map[string]string{"alice": "timeout", "bob": "timeout"},
+		},
+		{
+			name:   "query-if answered",
+			policy: "fipa-query",
+			deciders: map[string]script{
+				"alice": {"start": {Choice: "query-if", Content: content{"proposition": "the fence is painted"}}},
+				"bob":   {"if-queried": {Choice: "inform-tf", Content: content{"holds": true}}},
+			},
+			delivered: []string{"query-if alice->bob", "inform bob->alice"},
+			outcomes:  map[string]string{"alice": "answered", "bob": "answered"},
+		},
+		{
+			name:   "query-ref agreed then answered",
+			policy: "fipa-query",
+			deciders: map[string]script{
+				"alice": {"start": {Choice: "query-ref", Content: content{"expression": "painted fences"}}},
+				"bob":   {"ref-queried": {Choice: "agree"}, "ref-agreed": {Choice: "inform-result", Content: content{"result": []any{"north"}}}},
+			},
+			delivered: []string{"query-ref alice->bob", "agree bob->alice", "inform bob->alice"},
+			outcomes:  map[string]string{"alice": "answered", "bob": "answered"},
+		},
+		{
+			name:   "contract net: one award, one rejection, one refusal",
+			policy: "fipa-contract-net",
+			deciders: map[string]script{
+				"alice": {
+					"start": {Choice: "cfp", Content: content{"task": "deliver"}},
+					"proposed": {Sessions: map[string]decision.SessionAnswer{
+						"bob":   {Choice: "reject-proposal", Content: content{"reason": "too dear"}},
+						"carol": {Choice: "accept-proposal"},
+					}},
+				},
+				"bob":   {"solicited": {Choice: "propose", Content: content{"price": 10}}},
+				"carol": {"solicited": {Choice: "propose", Content: content{"price": 8}}, "awarded": {Choice: "inform-done", Content: content{"done": true}}},
+				"dave":  {"solicited": {Choice: "refuse", Content: content{"reason": "busy"}}},
+			},
+			delivered: []string{
+				"cfp alice->bob", "cfp alice->carol", "cfp alice->dave",
+				"propose bob->alice", "propose carol->alice", "refuse dave->alice",
+				"reject-proposal alice->bob", "accept-proposal alice->carol", "inform carol->alice",
+			},
+			outcomes: map[string]string{"alice": "done=1,refused=1,rejected=1", "bob": "rejected", "carol": "done", "dave": "refused"},
+		},
+		{
+			name:   "contract net: no proposal in time",
+			policy: "fipa-contract-net",
+			deciders: map[string]script{
+				"alice": {"start": {Choice: "cfp", Content: content{"task": "deliver"}, ReplyBy: t0.Add(time.Minute)}},
+				"bob":   {"solicited": {Choice: "refuse"}},
+			},
+			advanceTo: 2 * time.Minute,
+			delivered: []string{"cfp alice->bob", "cfp alice->carol", "cfp alice->dave", "refuse bob->alice"},
+			fired:     []string{"alice proposals/carol +1m0s", "alice proposals/dave +1m0s", "carol proposals +1m0s", "dave proposals +1m0s"},
+			outcomes:  map[string]string{"alice": "no-bid=2,refused=1", "bob": "refused", "carol": "no-bid", "dave": "no-bid"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := drive(t, tc.policy, cast(tc.policy), tc.deciders)
+			r.startAll(t)
+			require.NoError(t, r.Settle())
+			if tc.advanceTo > 0 {
+				require.NoError(t, r.AdvanceTo(t0.Add(tc.advanceTo)))
+				assert.Equal(t, t0.Add(tc.advanceTo), r.Now())
+			}
+			assert.Equal(t, tc.delivered, r.delivered, "messages delivered")
+			assert.Equal(t, tc.fired, r.fired, "timers fired")
+			assert.Equal(t, tc.outcomes, r.outcomes, "outcomes")
+			for k, h := range r.Handlers() {
+				assert.True(t, h.Done(), "%s is done", k.Agent)
+			}
+			_, ok := r.NextDeadline()
+			assert.False(t, ok, "the timers of handlers that ended are dropped")
+			assert.Empty(t, r.Pending(), "decisions of handlers that ended are dropped")
+			assert.Zero(t, r.InFlight())
+			assert.Empty(t, r.TakeUnrouted())
+		})
+	}
+}
+
+// The same calls give the same steps.
+func TestDriverIsDeterministic(t *testing.T) {
+	run := func() []string {
+		r := drive(t, "fipa-contract-net", cast("fipa-contract-net"), map[string]script{
+			"alice": {"start": {Choice: "cfp", Content: content{"task": "deliver"}}, "proposed": {Sessions: map[string]decision.SessionAnswer{
+				"bob": {Choice: "accept-proposal"}, "carol": {Choice: "reject-proposal"}, "dave": {Choice: "reject-proposal"},
+			}}},
+			"bob":   {"solicited": {Choice: "propose", Content: content{"price": 1}}},
+			"carol": {"solicited": {Choice: "propose", Content: content{"price": 2}}},
+			"dave":  {"solicited": {Choice: "propose", Content: content{"price": 3}}},
+		})
+		r.startAll(t)
+		require.NoError(t, r.Settle())
+		require.NoError(t, r.AdvanceTo(t0.Add(10*time.Minute)))
+		return r.steps
+	}
+	first := run()
+	require.NotEmpty(t, first)
+	for range 5 {
+		assert.Equal(t, first, run())
+	}
+}
+
+// A timer cancelled when its state is left never fires, even once its
+// deadline has passed.
+func TestDriverStaleTimerDoesNotFire(t *testing.T) {
+	r := drive(t, "fipa-request", cast("fipa-request"), map[string]script{
+		"alice": {"start": {Choice: "request", Content: content{"action": "paint"}}},
+		"bob":   {"requested": {Choice: "agree"}},
+	})
+	r.startAll(t)
+	require.NoError(t, r.Settle())
+	require.NoError(t, r.AdvanceTo(t0.Add(time.Minute))) // past the reply timers, cancelled by the agree
+	assert.Empty(t, r.fired)
+	assert.Equal(t, "agreed", r.Handler("alice", convID).State(""))
+	next, ok := r.NextDeadline()
+	require.True(t, ok)
+	assert.Equal(t, t0.Add(5*time.Minute), next)
+}
+
+// A decision the decider leaves stays pending until Answer answers it;
+// answered or overtaken, it is no longer pending.
+func TestDriverPendingDecisionAnsweredLater(t *testing.T) {
+	r := drive(t, "fipa-request", cast("fipa-request"), map[string]script{
+		"alice": {"start": {Choice: "request", Content: content{"action": "paint"}}},
+	})
+	r.startAll(t)
+	require.NoError(t, r.Settle())
+	pending := func() []string {
+		var out []string
+		for _, p := range r.Pending() {
+			out = append(out, fmt.Sprintf("%s %s [%s]", p.Agent, p.Request.Point, strings.Join(p.Request.Choices, " ")))
+		}
+		return out
+	}
+	assert.Equal(t, []string{"alice requested [cancel]", "bob requested [agree refuse not-understood inform-done inform-result failure]"}, pending())
+	bobs := r.Pending()[1]
+	assert.Equal(t, convID, bobs.Conversation)
+	assert.Equal(t, content{"action": "paint"}, bobs.Request.Content)
+
+	require.NoError(t, r.AdvanceTo(t0.Add(10*time.Second)))
+	require.NoError(t, r.Answer("bob", convID, bobs.Ticket, decision.Answer{Choice: "agree"}))
+	assert.Equal(t, 1, r.InFlight(), "Answer queues what it sends")
+	require.NoError(t, r.Settle())
+	assert.Equal(t, []string{"request alice->bob", "agree bob->alice"}, r.delivered)
+	assert.Equal(t, []string{"alice agreed [cancel]", "bob agreed [inform-done inform-result failure]"}, pending())
+	next, ok := r.NextDeadline()
+	require.True(t, ok)
+	assert.Equal(t, t0.Add(10*time.Second+5*time.Minute), next, "answered at the driver's time")
+
+	// The old ticket is stale now: the handler says so, and it is no error.
+	before := len(r.steps)
+	require.NoError(t, r.Answer("bob", convID, bobs.Ticket, decision.Answer{Choice: "agree"}))
+	assert.Contains(t, strings.Join(r.steps[before:], "\n"), "error "+string(engine.CodeStaleDecision))
+
+	done := r.Pending()[1]
+	require.NoError(t, r.Answer("bob", convID, done.Ticket, decision.Answer{Choice: "inform-done"}))
+	require.NoError(t, r.Settle())
+	assert.Equal(t, map[string]string{"alice": "done", "bob": "done"}, r.outcomes)
+	assert.Empty(t, r.Pending())
+}
+
+// A message for an agent or conversation the driver does not host is
+// reported, to the observer and by TakeUnrouted, never dropped.
+func TestDriverReportsUnroutedMessages(t *testing.T) {
+	tests := []struct {
+		name   string
+		bobsID string // bob's conversation; "" hosts no bob
+	}{
+		{name: "receiver not hosted"},
+		{name: "receiver hosted in another conversation", bobsID: "c2"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			agents := cast("fipa-request")
+			r := drive(t, "fipa-request", agents[:1], map[string]script{
+				"alice": {"start": {Choice: "request", Content: content{"action": "paint"}}},
+			})
+			if tc.bobsID != "" {
+				h, err := program(t, "fipa-request", "Participant").NewHandler(tc.bobsID, "bob")
+				require.NoError(t, err)
+				require.NoError(t, r.Add(h))
+			}
+			r.startAll(t)
+			require.NoError(t, r.Settle())
+			assert.Empty(t, r.delivered)
+			var seen []string
+			for _, s := range r.steps {
+				if strings.HasPrefix(s, "unrouted ") {
+					seen = append(seen, s)
+				}
+			}
+			assert.Equal(t, []string{"unrouted alice/c1 bob send request alice->bob rw=c1/alice#1 {\"action\":\"paint\"}"}, seen, "observed")
+			un := r.TakeUnrouted()
+			require.Len(t, un, 1)
+			assert.Equal(t, engine.Step{Kind: engine.StepUnrouted, Agent: "alice", Conversation: convID, To: "bob", Event: un[0].Event}, un[0])
+			m := un[0].Event.(*engine.MessageEvent)
+			assert.Equal(t, "request", m.Message.Performative)
+			assert.Equal(t, []string{"bob"}, m.Message.Receivers)
+			assert.Equal(t, t0, m.At)
+			assert.Empty(t, r.TakeUnrouted(), "taken once")
+		})
+	}
+}
+
+func TestDriverAddRefusesDuplicates(t *testing.T) {
+	d := engine.NewDriver(t0)
+	pr := program(t, "fipa-request", "Participant")
+	h1, err := pr.NewHandler(convID, "bob")
+	require.NoError(t, err)
+	h2, err := pr.NewHandler(convID, "bob")
+	require.NoError(t, err)
+	other, err := pr.NewHandler("c2", "bob")
+	require.NoError(t, err)
+	require.NoError(t, d.Add(h1))
+	assert.EqualError(t, d.Add(h2), `engine: the driver already hosts agent "bob" in conversation "c1"`)
+	assert.EqualError(t, d.Add(h1), `engine: the driver already hosts agent "bob" in conversation "c1"`)
+	assert.NoError(t, d.Add(other), "another conversation of the same agent")
+	assert.Error(t, d.Add(nil))
+	assert.Same(t, h1, d.Handler("bob", convID))
+	assert.Same(t, other, d.Handler("bob", "c2"))
+	assert.Nil(t, d.Handler("alice", convID))
+}
+
+// A conversation that never ends hits the step limit, an error; the work
+// left stays queued and the next call goes on with it.
+func TestDriverStepLimit(t *testing.T) {
+	echo := `policy: echo
+version: 1
+roles: [A, B]
+messages: {ping: request, pong: inform, stop: cancel}
+states:
+  s0:
+    - {send: ping, from: A, to: B, next: s1}
+    - {send: stop, from: A, to: B, next: end}
+  s1:
+    - {send: pong, from: B, to: A, next: s0}
+  end: {terminal: done}
+`
+	tests := []struct {
+		name   string
+		policy string
+		// hosts are the agents, each as agent:role.
+		hosts    []string
+		deciders map[string]script
+		// settle says the limit is hit in Settle (messages going back and
+		// forth), not in Start (one agent answering its own decisions).
+		settle bool
+	}{
+		{name: "messages back and forth", policy: echo, hosts: []string{"a:A", "b:B"}, settle: true,
+			deciders: map[string]script{"a": {"s0": {Choice: "ping"}}, "b": {"s1": {Choice: "pong"}}}},
+		{name: "one agent's own decisions", policy: pingPong, hosts: []string{"a:A"},
+			deciders: map[string]script{"a": {"s0": {Choice: "ping"}, "s1": {Choice: "pong"}}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var opts []engine.DriverOption
+			for name, s := range tc.deciders {
+				opts = append(opts, engine.WithAgentDecider(name, s))
+			}
+			steps := 0
+			opts = append(opts, engine.WithStepLimit(50), engine.WithObserver(func(s engine.Step) {
+				if s.Kind == engine.StepInput {
+					steps++
+				}
+			}))
+			d := engine.NewDriver(t0, opts...)
+			for _, host := range tc.hosts {
+				name, role, _ := strings.Cut(host, ":")
+				h, err := mustCompile(t, tc.policy, role).NewHandler(convID, name, engine.WithPeers("A", "a"), engine.WithPeers("B", "b"))
+				require.NoError(t, err)
+				require.NoError(t, d.Add(h))
+			}
+			var err error
+			for _, host := range tc.hosts {
+				name, _, _ := strings.Cut(host, ":")
+				steps = 0
+				if err = d.Start(name, convID); err != nil {
+					break
+				}
+			}
+			if tc.settle {
+				require.NoError(t, err)
+				steps = 0
+				err = d.Settle()
+			}
+			require.ErrorIs(t, err, engine.ErrStepLimit)
+			assert.Contains(t, []int{49, 50}, steps, "inputs fed (a Start is a step, not an input)")
+			steps = 0
+			again := d.Settle()
+			require.ErrorIs(t, again, engine.ErrStepLimit, "the next call goes on")
+			assert.Equal(t, 50, steps)
+		})
+	}
+}
+
+// A decider's error is returned; its decision stays pending.
+func TestDriverDeciderError(t *testing.T) {
+	boom := errors.New("boom")
+	d := engine.NewDriver(t0, engine.WithDecider(decision.Func(func(context.Context, *decision.Request) (decision.Answer, error) {
+		return decision.Answer{}, boom
+	})))
+	h, err := program(t, "fipa-request", "Initiator").NewHandler(convID, "alice", engine.WithPeers("Participant", "bob"))
+	require.NoError(t, err)
+	require.NoError(t, d.Add(h))
+	err = d.Start("alice", convID)
+	require.ErrorIs(t, err, boom)
+	assert.EqualError(t, err, `agent "alice", conversation "c1": deciding "start": boom`)
+	require.Len(t, d.Pending(), 1)
+	assert.Equal(t, "start", d.Pending()[0].Request.Point)
+}
+
+// A message for a handler not started yet stays in flight until it is.
+func TestDriverMessageBeforeStart(t *testing.T) {
+	r := drive(t, "fipa-request", cast("fipa-request"), map[string]script{
+		"alice": {"start": {Choice: "request", Content: content{"action": "paint"}}},
+	})
+	require.NoError(t, r.Start("alice", convID))
+	err := r.Settle()
+	assert.EqualError(t, err, `agent "bob", conversation "c1": "request" from "alice" arrived before Start`)
+	assert.Equal(t, 1, r.InFlight())
+	require.NoError(t, r.Start("bob", convID))
+	require.NoError(t, r.Settle())
+	assert.Equal(t, []string{"request alice->bob"}, r.delivered)
+}
+
+func TestDriverMisuse(t *testing.T) {
+	r := drive(t, "fipa-request", cast("fipa-request"), nil)
+	r.startAll(t)
+	assert.EqualError(t, r.Start("alice", convID), `agent "alice", conversation "c1": engine: handler already started`)
+	assert.EqualError(t, r.Start("zoe", convID), `engine: the driver hosts no agent "zoe" in conversation "c1"`)
+	assert.EqualError(t, r.Process("alice", "c9", &engine.TimerEvent{}), `engine: the driver hosts no agent "alice" in conversation "c9"`)
+	assert.EqualError(t, r.Answer("zoe", convID, 1, decision.Answer{}), `engine: the driver hosts no agent "zoe" in conversation "c1"`)
+	assert.EqualError(t, r.Process("alice", convID, &engine.ProtocolErrorEvent{}), `agent "alice", conversation "c1": engine: *engine.ProtocolErrorEvent is an output event, not an input`)
+	require.NoError(t, r.AdvanceTo(t0.Add(time.Second)))
+	assert.EqualError(t, r.AdvanceTo(t0), "engine: AdvanceTo 2026-03-01T09:00:00Z is before the driver's time 2026-03-01T09:00:01Z")
+}
+
+// The decider and the observer run inside the driver's calls: calling the
+// driver from them is refused.
+func TestDriverRefusesReentry(t *testing.T) {
+	var d *engine.Driver
+	var errs []error
+	d = engine.NewDriver(t0, engine.WithDecider(decision.Func(func(context.Context, *decision.Request) (decision.Answer, error) {
+		errs = append(errs, d.Settle(), d.AdvanceTo(t0), d.Start("alice", convID), d.Answer("alice", convID, 1, decision.Answer{}))
+		assert.False(t, d.Remove("alice", convID))
+		return decision.Answer{}, decision.ErrNoDecision
+	})))
+	h, err := program(t, "fipa-request", "Initiator").NewHandler(convID, "alice", engine.WithPeers("Participant", "bob"))
+	require.NoError(t, err)
+	require.NoError(t, d.Add(h))
+	require.NoError(t, d.Start("alice", convID))
+	require.Len(t, errs, 4)
+	for _, err := range errs {
+		assert.EqualError(t, err, "engine: the driver was called from its own decider or observer")
+	}
+}
+
+// Remove drops a handler with its timers and pending decisions; the key
+// can be hosted again.
+func TestDriverRemove(t *testing.T) {
+	r := drive(t, "fipa-request", cast("fipa-request")[:1], map[string]script{
+		"alice": {"start": {Choice: "request", Content: content{"action": "paint"}}},
+	})
+	r.startAll(t)
+	require.NotEmpty(t, r.Pending())
+	_, ok := r.NextDeadline()
+	require.True(t, ok)
+	assert.True(t, r.Remove("alice", convID))
+	assert.False(t, r.Remove("alice", convID))
+	assert.Nil(t, r.Handler("alice", convID))
+	assert.Empty(t, r.Pending())
+	_, ok = r.NextDeadline()
+	assert.False(t, ok)
+	require.NoError(t, r.AdvanceTo(t0.Add(time.Hour)))
+	assert.Empty(t, r.fired)
+
+	h, err := program(t, "fipa-request", "Initiator").NewHandler(convID, "alice", engine.WithPeers("Participant", "bob"))
+	require.NoError(t, err)
+	require.NoError(t, r.Add(h))
+	require.NoError(t, r.Start("alice", convID))
+	assert.Len(t, r.Pending(), 1)
+}
+
+// BenchmarkDriverRequest runs one whole FIPA Request conversation
+// (request, agree, inform-result) through a driver, as
+// BenchmarkRequestConversation does by hand.
+func BenchmarkDriverRequest(b *testing.B) {
+	p, err := policies.Load("fipa-request")
+	if err != nil {
+		b.Fatal(err)
+	}
+	ini, _ := engine.Compile(p, "Initiator")
+	par, _ := engine.Compile(p, "Participant")
+	request := decision.Answer{Choice: "request", Content: map[string]any{"action": "x"}}
+	agree := decision.Answer{Choice: "agree"}
+	result := decision.Answer{Choice: "inform-result", Content: map[string]any{"result": 42}}
+	d := engine.NewDriver(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), engine.WithDecider(decision.Func(func(_ context.Context, req *decision.Request) (decision.Answer, error) {
+		switch req.Point {
+		case "start":
+			return request, nil
+		case "requested":
+			if req.Role == "Participant" {
+				return agree, nil
+			}
+		case "agreed":
+			if req.Role == "Participant" {
+				return result, nil
+			}
+		}
+		return decision.Answer{}, decision.ErrNoDecision
+	})))
+	b.ReportAllocs()
+	for b.Loop() {
+		hi, err := ini.NewHandler("c1", "alice", engine.WithPeers("Participant", "bob"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		hp, err := par.NewHandler("c1", "bob")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := errors.Join(d.Add(hp), d.Add(hi), d.Start("bob", "c1"), d.Start("alice", "c1"), d.Settle()); err != nil {
+			b.Fatal(err)
+		}
+		if !hi.Done() || !hp.Done() {
+			b.Fatalf("conversation did not end: %s / %s", hi.State(""), hp.State(""))
+		}
+		d.Remove("alice", "c1")
+		d.Remove("bob", "c1")
+	}
+}
