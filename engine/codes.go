@@ -42,6 +42,11 @@ const (
 	// not know, whose protocol names no policy the agent accepts new
 	// conversations of (produced by the manager, not a handler).
 	CodeUnknownConversation ErrorCode = "PE013"
+	// CodeContentLimit: a message's or a decision's content breaks the
+	// content limits (forms.DefaultLimits: nesting, number of values,
+	// bytes) or holds a value JSON cannot carry (NaN, an infinity); it is
+	// not applied, in either mode.
+	CodeContentLimit ErrorCode = "PE015"
 )
 
 // ErrorCodeInfo describes a protocol error code.
@@ -66,4 +71,5 @@ var ErrorCodes = []ErrorCodeInfo{
 	{CodeWrongConversation, "wrong-conversation", "the message carries another conversation id"},
 	{CodeExpression, "expression-error", "a guard or assignment failed to evaluate"},
 	{CodeUnknownConversation, "unknown-conversation", "a message for an unknown conversation that cannot start one"},
+	{CodeContentLimit, "content-limit", "the content breaks the content limits or holds a value JSON cannot carry"},
 }

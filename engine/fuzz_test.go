@@ -122,6 +122,7 @@ var fuzzContents = []map[string]any{
 	nil, {}, {"done": true}, {"done": "yes"}, {"result": 1.5}, {"result": nil}, {"holds": true}, {"holds": "no"},
 	{"reason": "busy"}, {"reason": 5}, {"price": 10}, {"policy": "fipa-request", "role": "Participant"}, {"policy": 1},
 	{"action": "paint", "nested": map[string]any{"a": []any{1, "x"}}},
+	{"reason": "too deep", "nested": deepList(40, 1)},
 }
 
 var fuzzPerformatives = []string{

@@ -1,15 +1,14 @@
 package engine
 
 import (
-	"encoding/json"
 	"fmt"
-	"reflect"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/parleyhq/parley/decision"
 	"github.com/parleyhq/parley/forms"
+	"github.com/parleyhq/parley/policy"
 )
 
 // match is the transition a message was classified into.
@@ -91,6 +90,10 @@ func (h *Handler) received(e *MessageEvent, out *Queue) {
 			h.protocolError(out, at, CodeUnknownAgent, -1, m, false, "%q is not a %s of this conversation", m.Sender, pr.roles[pr.manyRole])
 			return
 		}
+	}
+	if err := forms.CheckContent(m.Content, forms.DefaultLimits); err != nil {
+		h.protocolError(out, at, CodeContentLimit, i, m, false, "%s from %s was not applied: %v", h.perf(m), policy.Quote(m.Sender), err)
+		return
 	}
 	s := &h.sessions[i]
 	sp := &pr.states[s.state]
@@ -187,23 +190,22 @@ func (h *Handler) isDuplicate(s *session, m *forms.Message) bool {
 	if m.ReplyWith != "" || s.lastReplyWith != "" {
 		return m.ReplyWith == s.lastReplyWith
 	}
-	return sameContent(m.Content, s.content)
+	// A restored handler holds the content it last received as decoded
+	// JSON (numbers as float64), so a duplicate must be recognised
+	// whatever Go types carry its numbers: compare as JSON.
+	return forms.SameContent(m.Content, s.content)
 }
 
-// sameContent reports whether two contents are equal as JSON: a restored
-// handler holds the content it last received as decoded JSON (numbers as
-// float64), so a duplicate must be recognised whatever Go types carry its
-// numbers.
-func sameContent(a, b map[string]any) bool {
-	if len(a) == 0 && len(b) == 0 {
-		return true
+// perf names m's performative for a reason: as it is when the policy has
+// a message type of that performative, else quoted and bounded, since a
+// peer can send any performative.
+func (h *Handler) perf(m *forms.Message) string {
+	for k := range h.prog.msgs {
+		if h.prog.msgs[k].form.Type.Performative == m.Performative {
+			return m.Performative
+		}
 	}
-	if reflect.DeepEqual(a, b) {
-		return true
-	}
-	ja, err1 := json.Marshal(a)
-	jb, err2 := json.Marshal(b)
-	return err1 == nil && err2 == nil && string(ja) == string(jb)
+	return policy.Quote(m.Performative)
 }
 
 // unexpected reports a message no transition of the state accepts,
@@ -236,6 +238,10 @@ func (h *Handler) sent(e *MessageEvent, out *Queue) error {
 	pr := h.prog
 	if m.ConversationID != "" && h.conv != "" && m.ConversationID != h.conv {
 		h.protocolError(out, at, CodeWrongConversation, -1, m, false, "message for conversation %q reached conversation %q", m.ConversationID, h.conv)
+		return nil
+	}
+	if err := forms.CheckContent(m.Content, forms.DefaultLimits); err != nil {
+		h.protocolError(out, at, CodeContentLimit, -1, m, false, "%s sent by %s was not applied: %v", h.perf(m), policy.Quote(m.Sender), err)
 		return nil
 	}
 	targets := []int{0}
@@ -422,6 +428,10 @@ func (h *Handler) answer(e *DecisionEvent, out *Queue) error {
 // whether it did; a choice it refuses is a protocol error, not an error.
 func (h *Handler) take(i int, choice string, content map[string]any, replyBy time.Time, at time.Time, out *Queue, group []int) (bool, error) {
 	pr := h.prog
+	if err := forms.CheckContent(content, forms.DefaultLimits); err != nil {
+		h.protocolError(out, at, CodeContentLimit, i, nil, false, "the decision's content breaks a limit, so %s was not sent: %v", policy.Quote(choice), err)
+		return false, nil
+	}
 	s := &h.sessions[i]
 	sp := &pr.states[s.state]
 	var t, guarded *transProg

@@ -1,0 +1,257 @@
+package forms
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+)
+
+// Limits bound what a message's content may hold. Content comes from
+// peers, so without limits a peer could make an agent spend unbounded
+// stack, memory and time on one message, or hold a value that no
+// snapshot can write down. A zero or negative field means that field of
+// DefaultLimits.
+type Limits struct {
+	// MaxDepth is how deeply maps and lists may nest: the content object
+	// is at depth 1, a map or list held by one of its fields at depth 2,
+	// and so on.
+	MaxDepth int
+	// MaxNodes is how many values the content may hold in all: the value
+	// of every field and every list element, at any depth.
+	MaxNodes int
+	// MaxBytes is how many bytes the content's keys, strings and
+	// json.Numbers may hold in all.
+	MaxBytes int
+}
+
+// DefaultLimits are the limits the engine applies to every message it
+// receives or sends and to every decision's content: 32 levels of
+// nesting, 10,000 values and 1 MiB of keys and strings. Treat it as a
+// constant.
+var DefaultLimits = Limits{MaxDepth: 32, MaxNodes: 10_000, MaxBytes: 1 << 20}
+
+func (l Limits) orDefault() Limits {
+	if l.MaxDepth <= 0 {
+		l.MaxDepth = DefaultLimits.MaxDepth
+	}
+	if l.MaxNodes <= 0 {
+		l.MaxNodes = DefaultLimits.MaxNodes
+	}
+	if l.MaxBytes <= 0 {
+		l.MaxBytes = DefaultLimits.MaxBytes
+	}
+	return l
+}
+
+// CheckContent reports whether content stays within l and holds only
+// values JSON can carry: maps with string keys ([]any and map[string]any),
+// strings, bools, nil, finite numbers of Go's number types or
+// json.Number, time.Time (in the years 0 to 9999) and time.Duration. It
+// refuses NaN and the infinities, nesting deeper than l.MaxDepth, more
+// than l.MaxNodes values and more than l.MaxBytes bytes of keys and
+// strings, and values of any other type.
+//
+// It walks the content without recursion, stops after l.MaxNodes values
+// and does not allocate unless it returns an error. When content breaks
+// several limits, the error names the same one whatever the order Go
+// iterates maps in: too many values, then too many bytes, too deep, a
+// number that is not finite, a time out of range, another type.
+func CheckContent(content map[string]any, l Limits) error {
+	if len(content) == 0 {
+		return nil
+	}
+	return checkContent(content, l)
+}
+
+// container is a map or list CheckContent has still to walk, and its
+// depth.
+type container struct {
+	v     any
+	depth int
+}
+
+// contentCheck is what CheckContent has found so far.
+type contentCheck struct {
+	l         Limits
+	nodes     int
+	bytes     int
+	tooDeep   bool
+	notFinite bool
+	badTime   bool
+	badType   any // a value of the first type, by name, JSON cannot carry
+}
+
+func checkContent(content map[string]any, l Limits) error {
+	l = l.orDefault()
+	c := contentCheck{l: l}
+	var buf [16]container
+	stack := append(buf[:0], container{content, 1})
+	for len(stack) > 0 {
+		top := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if top.depth > l.MaxDepth {
+			c.tooDeep = true
+			continue
+		}
+		switch x := top.v.(type) {
+		case map[string]any:
+			for k, v := range x {
+				c.bytes += len(k)
+				if !c.value(v) {
+					return c.err()
+				}
+				if isContainer(v) {
+					stack = append(stack, container{v, top.depth + 1})
+				}
+			}
+		case []any:
+			for _, v := range x {
+				if !c.value(v) {
+					return c.err()
+				}
+				if isContainer(v) {
+					stack = append(stack, container{v, top.depth + 1})
+				}
+			}
+		}
+	}
+	return c.err()
+}
+
+func isContainer(v any) bool {
+	switch v.(type) {
+	case map[string]any, []any:
+		return true
+	}
+	return false
+}
+
+// value counts v and checks it unless it is a container; it reports
+// whether the walk may go on.
+func (c *contentCheck) value(v any) bool {
+	c.nodes++
+	if c.nodes > c.l.MaxNodes {
+		return false
+	}
+	switch x := v.(type) {
+	case nil, bool, map[string]any, []any, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, time.Duration:
+	case string:
+		c.bytes += len(x)
+	case float64:
+		c.notFinite = c.notFinite || math.IsNaN(x) || math.IsInf(x, 0)
+	case float32:
+		c.notFinite = c.notFinite || math.IsNaN(float64(x)) || math.IsInf(float64(x), 0)
+	case json.Number:
+		c.bytes += len(x)
+		if c.bytes <= c.l.MaxBytes {
+			f, err := strconv.ParseFloat(string(x), 64)
+			c.notFinite = c.notFinite || err != nil || math.IsNaN(f) || math.IsInf(f, 0)
+		}
+	case time.Time:
+		c.badTime = c.badTime || x.Year() < 0 || x.Year() > 9999
+	default:
+		if c.badType == nil || fmt.Sprintf("%T", v) < fmt.Sprintf("%T", c.badType) {
+			c.badType = v
+		}
+	}
+	return true
+}
+
+func (c *contentCheck) err() error {
+	switch {
+	case c.nodes > c.l.MaxNodes:
+		return fmt.Errorf("content holds more than %d values", c.l.MaxNodes)
+	case c.bytes > c.l.MaxBytes:
+		return fmt.Errorf("content holds more than %d bytes of keys and strings", c.l.MaxBytes)
+	case c.tooDeep:
+		return fmt.Errorf("content nests maps and lists more than %d deep", c.l.MaxDepth)
+	case c.notFinite:
+		return fmt.Errorf("content holds a number that is not finite (NaN, an infinity or out of range), which JSON cannot carry")
+	case c.badTime:
+		return fmt.Errorf("content holds a time outside the years 0 to 9999, which JSON cannot carry")
+	case c.badType != nil:
+		return fmt.Errorf("content holds a %T, which is not a JSON value", c.badType)
+	}
+	return nil
+}
+
+// SameContent reports whether two contents are equal as JSON: numbers of
+// any Go type are equal when their values are, a time.Time equals its
+// RFC 3339 string (as a snapshot keeps it), a time.Duration its number of
+// nanoseconds, and no content equals one that holds a value CheckContent
+// refuses. It recurses at most DefaultLimits.MaxDepth deep; deeper
+// content is equal to nothing.
+func SameContent(a, b map[string]any) bool {
+	if len(a) == 0 && len(b) == 0 {
+		return true
+	}
+	return sameMap(a, b, 1)
+}
+
+func sameMap(a, b map[string]any, depth int) bool {
+	if depth > DefaultLimits.MaxDepth || len(a) != len(b) {
+		return false
+	}
+	for k, x := range a {
+		y, ok := b[k]
+		if !ok || !sameValue(x, y, depth) {
+			return false
+		}
+	}
+	return true
+}
+
+func sameValue(x, y any, depth int) bool {
+	switch a := x.(type) {
+	case nil:
+		return y == nil
+	case string:
+		switch b := y.(type) {
+		case string:
+			return a == b
+		case time.Time:
+			return sameTime(b, a)
+		}
+		return false
+	case bool:
+		b, ok := y.(bool)
+		return ok && a == b
+	case time.Time:
+		switch b := y.(type) {
+		case time.Time:
+			return a.Format(time.RFC3339Nano) == b.Format(time.RFC3339Nano)
+		case string:
+			return sameTime(a, b)
+		}
+		return false
+	case map[string]any:
+		b, ok := y.(map[string]any)
+		return ok && sameMap(a, b, depth+1)
+	case []any:
+		b, ok := y.([]any)
+		if !ok || len(a) != len(b) || depth+1 > DefaultLimits.MaxDepth {
+			return false
+		}
+		for i := range a {
+			if !sameValue(a[i], b[i], depth+1) {
+				return false
+			}
+		}
+		return true
+	}
+	n, ok := jsonNumber(x)
+	m, ok2 := jsonNumber(y)
+	return ok && ok2 && n == m
+}
+
+func sameTime(t time.Time, s string) bool { return t.Format(time.RFC3339Nano) == s }
+
+// jsonNumber is number, and a time.Duration as JSON writes it.
+func jsonNumber(v any) (float64, bool) {
+	if d, ok := v.(time.Duration); ok {
+		return float64(d), true
+	}
+	return number(v)
+}

@@ -1,0 +1,165 @@
+package forms_test
+
+import (
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/parleyhq/parley/forms"
+)
+
+// nested returns leaf inside n lists.
+func nested(n int, leaf any) any {
+	v := leaf
+	for range n {
+		v = []any{v}
+	}
+	return v
+}
+
+// list returns a list of n zeros.
+func list(n int) []any { return make([]any, n) }
+
+func TestCheckContent(t *testing.T) {
+	cyclicList := []any{nil}
+	cyclicList[0] = cyclicList
+	cyclicMap := map[string]any{}
+	cyclicMap["self"] = cyclicMap
+	at := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name    string
+		content map[string]any
+		limits  forms.Limits
+		want    string // the error, "" for none
+	}{
+		{name: "nil", content: nil},
+		{name: "empty", content: map[string]any{}},
+		{name: "every JSON type", content: map[string]any{
+			"s": "x", "b": true, "n": nil, "f": 1.5, "i": 3, "u": uint8(3), "j": json.Number("12.5"),
+			"l": []any{1, "x", map[string]any{"a": []any{}}}, "m": map[string]any{"k": false},
+			"t": at, "d": time.Second, "f32": float32(2),
+		}},
+		{name: "NaN", content: map[string]any{"price": math.NaN()}, want: "content holds a number that is not finite (NaN, an infinity or out of range), which JSON cannot carry"},
+		{name: "an infinity deep inside", content: map[string]any{"l": []any{map[string]any{"x": math.Inf(-1)}}}, want: "content holds a number that is not finite (NaN, an infinity or out of range), which JSON cannot carry"},
+		{name: "float32 infinity", content: map[string]any{"x": float32(math.Inf(1))}, want: "content holds a number that is not finite (NaN, an infinity or out of range), which JSON cannot carry"},
+		{name: "json.Number out of range", content: map[string]any{"x": json.Number("1e400")}, want: "content holds a number that is not finite (NaN, an infinity or out of range), which JSON cannot carry"},
+		{name: "json.Number that is no number", content: map[string]any{"x": json.Number("NaN")}, want: "content holds a number that is not finite (NaN, an infinity or out of range), which JSON cannot carry"},
+		{name: "32 deep", content: map[string]any{"x": nested(31, 1)}},
+		{name: "33 deep", content: map[string]any{"x": nested(32, 1)}, want: "content nests maps and lists more than 32 deep"},
+		{name: "a million deep", content: map[string]any{"x": nested(1_000_000, 1)}, want: "content nests maps and lists more than 32 deep"},
+		{name: "a list that holds itself", content: map[string]any{"x": cyclicList}, want: "content nests maps and lists more than 32 deep"},
+		{name: "a map that holds itself", content: cyclicMap, want: "content nests maps and lists more than 32 deep"},
+		{name: "10,000 values", content: map[string]any{"x": list(9_999)}},
+		{name: "10,001 values", content: map[string]any{"x": list(10_000)}, want: "content holds more than 10000 values"},
+		{name: "values count at every depth", content: map[string]any{"x": []any{list(5_000), list(5_000)}}, want: "content holds more than 10000 values"},
+		{name: "1 MiB of keys and strings", content: map[string]any{"k": strings.Repeat("x", 1<<20-1)}},
+		{name: "a byte more", content: map[string]any{"kk": strings.Repeat("x", 1<<20-1)}, want: "content holds more than 1048576 bytes of keys and strings"},
+		{name: "bytes add up", content: map[string]any{"a": strings.Repeat("x", 1<<19), "b": []any{strings.Repeat("x", 1<<19)}}, want: "content holds more than 1048576 bytes of keys and strings"},
+		{name: "a time JSON cannot write", content: map[string]any{"t": time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}, want: "content holds a time outside the years 0 to 9999, which JSON cannot carry"},
+		{name: "a channel", content: map[string]any{"c": make(chan int)}, want: "content holds a chan int, which is not a JSON value"},
+		{name: "a Go slice that is not a JSON list", content: map[string]any{"l": []string{"x"}}, want: "content holds a []string, which is not a JSON value"},
+		{name: "the first type by name", content: map[string]any{"c": make(chan int), "l": []string{"x"}, "p": &at}, want: "content holds a *time.Time, which is not a JSON value"},
+		{name: "too deep before not finite", content: map[string]any{"x": nested(40, 1), "y": math.NaN()}, want: "content nests maps and lists more than 32 deep"},
+		{name: "too many values before too deep", content: map[string]any{"x": nested(40, 1), "y": list(10_000)}, want: "content holds more than 10000 values"},
+		{name: "other limits", content: map[string]any{"a": map[string]any{"b": 1}}, limits: forms.Limits{MaxDepth: 2, MaxNodes: 2, MaxBytes: 2}},
+		{name: "other depth", content: map[string]any{"a": map[string]any{"b": []any{}}}, limits: forms.Limits{MaxDepth: 2}, want: "content nests maps and lists more than 2 deep"},
+		{name: "other values", content: map[string]any{"a": 1, "b": 2, "c": 3}, limits: forms.Limits{MaxNodes: 2}, want: "content holds more than 2 values"},
+		{name: "other bytes", content: map[string]any{"a": "bc"}, limits: forms.Limits{MaxBytes: 2}, want: "content holds more than 2 bytes of keys and strings"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// Map order varies from run to run; the answer must not.
+			for range 10 {
+				err := forms.CheckContent(tt.content, tt.limits)
+				if tt.want == "" {
+					require.NoError(t, err)
+					continue
+				}
+				require.Error(t, err)
+				assert.Equal(t, tt.want, err.Error())
+			}
+		})
+	}
+}
+
+// What CheckContent lets through, a snapshot can write down.
+func TestCheckedContentMarshals(t *testing.T) {
+	content := map[string]any{"f": math.MaxFloat64, "t": time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC), "j": json.Number("1e308"), "d": time.Duration(math.MaxInt64)}
+	require.NoError(t, forms.CheckContent(content, forms.DefaultLimits))
+	_, err := json.Marshal(content)
+	assert.NoError(t, err)
+}
+
+func TestCheckContentDoesNotAllocate(t *testing.T) {
+	content := typicalContent()
+	allocs := testing.AllocsPerRun(100, func() {
+		if err := forms.CheckContent(content, forms.DefaultLimits); err != nil {
+			t.Fatal(err)
+		}
+	})
+	assert.Zero(t, allocs)
+}
+
+// typicalContent is content as FIPA conversations carry it.
+func typicalContent() map[string]any {
+	return map[string]any{
+		"action": "paint the fence", "price": 10.5, "crates": 40, "done": true,
+		"items": []any{"brush", "paint", map[string]any{"colour": "green", "litres": 2}},
+		"terms": map[string]any{"due": "2026-03-01T09:00:00Z", "penalty": nil},
+	}
+}
+
+func BenchmarkCheckContent(b *testing.B) {
+	content := typicalContent()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := forms.CheckContent(content, forms.DefaultLimits); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func TestSameContent(t *testing.T) {
+	at := time.Date(2026, 3, 1, 9, 0, 30, 500, time.UTC)
+	tests := []struct {
+		name string
+		a, b map[string]any
+		want bool
+	}{
+		{"both nil", nil, nil, true},
+		{"nil and empty", nil, map[string]any{}, true},
+		{"empty and not", map[string]any{}, map[string]any{"a": 1}, false},
+		{"the same", typicalContent(), typicalContent(), true},
+		{"an int and its float64", map[string]any{"n": 10}, map[string]any{"n": 10.0}, true},
+		{"a json.Number and its float64", map[string]any{"n": json.Number("10.5")}, map[string]any{"n": 10.5}, true},
+		{"other numbers", map[string]any{"n": 10}, map[string]any{"n": 10.5}, false},
+		{"a number and a string", map[string]any{"n": 10}, map[string]any{"n": "10"}, false},
+		{"a time and its RFC 3339 string", map[string]any{"t": at}, map[string]any{"t": "2026-03-01T09:00:30.0000005Z"}, true},
+		{"a string and its time", map[string]any{"t": "2026-03-01T09:00:30.0000005Z"}, map[string]any{"t": at}, true},
+		{"times", map[string]any{"t": at}, map[string]any{"t": at.In(time.FixedZone("x", 3600))}, false},
+		{"the same times", map[string]any{"t": at}, map[string]any{"t": at}, true},
+		{"a duration and its nanoseconds", map[string]any{"d": time.Second}, map[string]any{"d": 1e9}, true},
+		{"bools", map[string]any{"b": true}, map[string]any{"b": false}, false},
+		{"nulls", map[string]any{"x": nil}, map[string]any{"x": nil}, true},
+		{"null and missing", map[string]any{"x": nil}, map[string]any{"y": nil}, false},
+		{"null and a value", map[string]any{"x": nil}, map[string]any{"x": 0}, false},
+		{"lists of other lengths", map[string]any{"l": []any{1}}, map[string]any{"l": []any{1, 2}}, false},
+		{"lists that differ deep down", map[string]any{"l": []any{map[string]any{"a": 1}}}, map[string]any{"l": []any{map[string]any{"a": 2}}}, false},
+		{"a list and a map", map[string]any{"l": []any{}}, map[string]any{"l": map[string]any{}}, false},
+		{"32 deep", map[string]any{"x": nested(31, 1)}, map[string]any{"x": nested(31, 1.0)}, true},
+		{"deeper is equal to nothing", map[string]any{"x": nested(32, 1)}, map[string]any{"x": nested(32, 1)}, false},
+		{"a million deep", map[string]any{"x": nested(1_000_000, 1)}, map[string]any{"x": nested(1_000_000, 1)}, false},
+		{"values JSON cannot carry", map[string]any{"l": []string{"x"}}, map[string]any{"l": []string{"x"}}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, forms.SameContent(tt.a, tt.b))
+			assert.Equal(t, tt.want, forms.SameContent(tt.b, tt.a), "symmetric")
+		})
+	}
+}
