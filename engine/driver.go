@@ -196,7 +196,7 @@ type Driver struct {
 type host struct {
 	key     Key
 	h       *Handler
-	timers  map[timerID]timerheap.Handle
+	timers  timerSet
 	pending []ask
 	ended   bool
 }
@@ -211,6 +211,69 @@ type timerID struct {
 type timerRef struct {
 	host *host
 	id   timerID
+}
+
+// fewTimers is how many timers a host keeps in a list; one with more
+// (a many role's, a timer or two per peer) keeps them in a map.
+const fewTimers = 8
+
+// timerSet is a host's armed timers and their handles in the heap.
+type timerSet struct {
+	few  []armedTimer
+	many map[timerID]timerheap.Handle
+}
+
+type armedTimer struct {
+	id timerID
+	x  timerheap.Handle
+}
+
+func (s *timerSet) add(id timerID, x timerheap.Handle) {
+	switch {
+	case s.many != nil:
+		s.many[id] = x
+	case len(s.few) < fewTimers:
+		s.few = append(s.few, armedTimer{id, x})
+	default:
+		s.many = make(map[timerID]timerheap.Handle, 2*fewTimers)
+		for _, a := range s.few {
+			s.many[a.id] = a.x
+		}
+		s.many[id] = x
+		clear(s.few)
+		s.few = s.few[:0]
+	}
+}
+
+// take forgets timer id and returns its handle.
+func (s *timerSet) take(id timerID) (timerheap.Handle, bool) {
+	if s.many != nil {
+		x, ok := s.many[id]
+		delete(s.many, id)
+		return x, ok
+	}
+	for i := range s.few {
+		if a := s.few[i]; a.id == id {
+			last := len(s.few) - 1
+			s.few[i] = s.few[last]
+			s.few[last] = armedTimer{}
+			s.few = s.few[:last]
+			return a.x, true
+		}
+	}
+	return timerheap.Handle{}, false
+}
+
+// drain removes every timer of the set from heap and empties the set.
+func (s *timerSet) drain(heap *timerheap.Heap[timerRef]) {
+	for _, a := range s.few {
+		heap.Remove(a.x)
+	}
+	for _, x := range s.many {
+		heap.Remove(x)
+	}
+	clear(s.few)
+	s.few, s.many = s.few[:0], nil
 }
 
 // flight is a message sent at at by from, delivered to its receivers
@@ -449,7 +512,7 @@ func (d *Driver) AdvanceTo(t time.Time) error {
 			return err
 		}
 		d.timers.Pop()
-		delete(ref.host.timers, ref.id)
+		ref.host.timers.take(ref.id)
 		if at.After(d.now) {
 			d.now = at
 		}
@@ -566,17 +629,13 @@ func (d *Driver) timer(ho *host, e *TimerEvent) {
 	id := timerID{name: e.Name, session: e.Session, epoch: e.Epoch}
 	switch e.Op {
 	case TimerSet:
-		if ho.timers == nil {
-			ho.timers = map[timerID]timerheap.Handle{}
-		}
-		if old, ok := ho.timers[id]; ok {
+		if old, ok := ho.timers.take(id); ok {
 			d.timers.Remove(old)
 		}
-		ho.timers[id] = d.timers.Push(e.Deadline, timerRef{host: ho, id: id})
+		ho.timers.add(id, d.timers.Push(e.Deadline, timerRef{host: ho, id: id}))
 	case TimerCancel:
-		if x, ok := ho.timers[id]; ok {
+		if x, ok := ho.timers.take(id); ok {
 			d.timers.Remove(x)
-			delete(ho.timers, id)
 		}
 	}
 }
@@ -584,10 +643,7 @@ func (d *Driver) timer(ho *host, e *TimerEvent) {
 // end drops what the driver keeps for ho's handler: it ended, or is
 // removed.
 func (d *Driver) end(ho *host) {
-	for _, x := range ho.timers {
-		d.timers.Remove(x)
-	}
-	clear(ho.timers)
+	ho.timers.drain(&d.timers)
 	clear(ho.pending)
 	ho.pending = ho.pending[:0]
 	ho.ended = true

@@ -218,6 +218,46 @@ func TestDriverConversations(t *testing.T) {
 	}
 }
 
+// A Contract Net with many participants: the initiator keeps more timers
+// than a host lists (they go in a map). The even ones propose, the odd
+// ones never answer and time out; the first proposal wins.
+func TestDriverContractNetManyParticipants(t *testing.T) {
+	const n = 20
+	var peers []string
+	for i := range n {
+		peers = append(peers, fmt.Sprintf("p%02d", i))
+	}
+	agents := []agent{{"alice", "Initiator", []engine.HandlerOption{engine.WithPeers("Participant", peers...)}}}
+	award := map[string]decision.SessionAnswer{}
+	deciders := map[string]script{}
+	for i, p := range peers {
+		agents = append(agents, agent{name: p, role: "Participant"})
+		if i%2 == 1 {
+			continue
+		}
+		deciders[p] = script{"solicited": {Choice: "propose", Content: content{"price": i}}, "awarded": {Choice: "inform-done"}}
+		award[p] = decision.SessionAnswer{Choice: "reject-proposal"}
+	}
+	award["p00"] = decision.SessionAnswer{Choice: "accept-proposal"}
+	deciders["alice"] = script{"start": {Choice: "cfp", Content: content{"task": "deliver"}, ReplyBy: t0.Add(time.Minute)}, "proposed": {Sessions: award}}
+	r := drive(t, "fipa-contract-net", agents, deciders)
+	r.startAll(t)
+	require.NoError(t, r.Settle())
+	assert.Equal(t, "solicited", r.Handler("alice", convID).State("p01"))
+	require.NoError(t, r.AdvanceTo(t0.Add(time.Hour)))
+	assert.Len(t, r.fired, n, "the proposals timers of the odd ones, at alice and at each")
+	assert.Equal(t, "done=1,no-bid=10,rejected=9", r.outcomes["alice"])
+	for i, p := range peers {
+		want := map[bool]string{true: "no-bid", false: "rejected"}[i%2 == 1]
+		if p == "p00" {
+			want = "done"
+		}
+		assert.Equal(t, want, r.outcomes[p], p)
+	}
+	_, ok := r.NextDeadline()
+	assert.False(t, ok)
+}
+
 // The same calls give the same steps.
 func TestDriverIsDeterministic(t *testing.T) {
 	run := func() []string {
