@@ -405,18 +405,9 @@ func TestDriverAddRefusesDuplicates(t *testing.T) {
 // A conversation that never ends hits the step limit, an error; the work
 // left stays queued and the next call goes on with it.
 func TestDriverStepLimit(t *testing.T) {
-	echo := `policy: echo
-version: 1
-roles: [A, B]
-messages: {ping: request, pong: inform, stop: cancel}
-states:
-  s0:
-    - {send: ping, from: A, to: B, next: s1}
-    - {send: stop, from: A, to: B, next: end}
-  s1:
-    - {send: pong, from: B, to: A, next: s0}
-  end: {terminal: done}
-`
+	// echo is pingPong with B answering A's pings.
+	echo := strings.Replace(pingPong, "{send: pong, from: A, to: B", "{send: pong, from: B, to: A", 1)
+	require.NotEqual(t, pingPong, echo)
 	tests := []struct {
 		name   string
 		policy string

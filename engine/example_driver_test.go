@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"time"
@@ -103,13 +104,11 @@ func ExampleDriver_AdvanceTo() {
 	})
 	start := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
 	d := engine.NewDriver(start, engine.WithDecider(decide), engine.WithObserver(showMessages))
-	for _, h := range []*engine.Handler{alice, bob} {
-		if err := d.Add(h); err != nil {
-			log.Fatal(err)
-		}
+	if err := errors.Join(d.Add(alice), d.Add(bob)); err != nil {
+		log.Fatal(err)
 	}
-	for _, agent := range []string{"bob", "alice"} {
-		if err := d.Start(agent, "conv-1"); err != nil {
+	for k := range d.Handlers() { // in the order added
+		if err := d.Start(k.Agent, k.Conversation); err != nil {
 			log.Fatal(err)
 		}
 	}
