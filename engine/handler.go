@@ -9,6 +9,7 @@ import (
 
 	"github.com/parleyhq/parley/decision"
 	"github.com/parleyhq/parley/forms"
+	"github.com/parleyhq/parley/policy"
 )
 
 // Mode says what a handler does with a violation.
@@ -54,7 +55,7 @@ func WithPeers(role string, agents ...string) HandlerOption {
 			}
 		}
 		if idx < 0 {
-			c.err = fmt.Errorf("engine: WithPeers: policy %q has no role %q", h.prog.policy.Name, role)
+			c.err = fmt.Errorf("engine: WithPeers: policy %s has no role %s", policy.Quote(h.prog.policy.Name), policy.Quote(role))
 			return
 		}
 		if idx == h.prog.manyRole {
@@ -65,7 +66,7 @@ func WithPeers(role string, agents ...string) HandlerOption {
 			return
 		}
 		if len(agents) != 1 {
-			c.err = fmt.Errorf("engine: WithPeers: role %q is not many, so one agent plays it, not %d", role, len(agents))
+			c.err = fmt.Errorf("engine: WithPeers: role %s is not many, so one agent plays it, not %d", policy.Quote(role), len(agents))
 			return
 		}
 		h.peers[idx] = agents[0]

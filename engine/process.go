@@ -80,14 +80,14 @@ func (h *Handler) received(e *MessageEvent, out *Queue) {
 	m, at := e.Message, e.At
 	pr := h.prog
 	if m.ConversationID != "" && h.conv != "" && m.ConversationID != h.conv {
-		h.protocolError(out, at, CodeWrongConversation, -1, m, false, "message for conversation %q reached conversation %q", m.ConversationID, h.conv)
+		h.protocolError(out, at, CodeWrongConversation, -1, m, false, "message for conversation %s reached conversation %s", policy.Quote(m.ConversationID), policy.Quote(h.conv))
 		return
 	}
 	i := 0
 	if pr.manyRole >= 0 {
 		var ok bool
 		if i, ok = h.many.bySender[m.Sender]; !ok {
-			h.protocolError(out, at, CodeUnknownAgent, -1, m, false, "%q is not a %s of this conversation", m.Sender, pr.roles[pr.manyRole])
+			h.protocolError(out, at, CodeUnknownAgent, -1, m, false, "%s is not a %s of this conversation", policy.Quote(m.Sender), pr.roles[pr.manyRole])
 			return
 		}
 	}
@@ -112,19 +112,19 @@ func (h *Handler) received(e *MessageEvent, out *Queue) {
 	}
 	applied := h.mode == Observe
 	if !mt.agentOK {
-		h.protocolError(out, at, CodeUnknownAgent, i, m, applied, "%q sent %s, but %s is played by %q in this conversation", m.Sender, pr.msgs[mt.t.msg].name, pr.roles[mt.t.peer], h.agentOf(i, mt.t.peer))
+		h.protocolError(out, at, CodeUnknownAgent, i, m, applied, "%s sent %s, but %s is played by %s in this conversation", policy.Quote(m.Sender), pr.msgs[mt.t.msg].name, pr.roles[mt.t.peer], policy.Quote(h.agentOf(i, mt.t.peer)))
 		if !applied {
 			return
 		}
 	}
 	if late, d := h.isLate(s, at, mt.t.peer); late {
-		h.protocolError(out, at, CodeLate, i, m, applied, "%s from %q arrived at %s, after the deadline %s of state %q", pr.msgs[mt.t.msg].name, m.Sender, at.Format(time.RFC3339Nano), d.Format(time.RFC3339Nano), sp.name)
+		h.protocolError(out, at, CodeLate, i, m, applied, "%s from %s arrived at %s, after the deadline %s of state %s", pr.msgs[mt.t.msg].name, policy.Quote(m.Sender), at.Format(time.RFC3339Nano), d.Format(time.RFC3339Nano), policy.Quote(sp.name))
 		if !applied {
 			return
 		}
 	}
 	if m.InReplyTo != "" && s.sent[0] != "" && m.InReplyTo != s.sent[0] && m.InReplyTo != s.sent[1] {
-		h.protocolError(out, at, CodeWrongReply, i, m, applied, "%s from %q is in reply to %q, which was not sent to it (the last message sent had reply-with %q)", pr.msgs[mt.t.msg].name, m.Sender, m.InReplyTo, s.sent[0])
+		h.protocolError(out, at, CodeWrongReply, i, m, applied, "%s from %s is in reply to %s, which was not sent to it (the last message sent had reply-with %s)", pr.msgs[mt.t.msg].name, policy.Quote(m.Sender), policy.Quote(m.InReplyTo), policy.Quote(s.sent[0]))
 		if !applied {
 			return
 		}
@@ -172,15 +172,15 @@ func (h *Handler) afterEnd(i int, m *forms.Message, at time.Time, out *Queue) {
 	}
 	if s.timedOutFrom >= 0 {
 		if mt, err := h.classify(i, pr.states[s.timedOutFrom].recvs, pr.states[s.timedOutFrom].recvMatch, m, m.Sender, true); err == nil && mt.t != nil {
-			h.protocolError(out, at, CodeLate, i, m, false, "%s from %q is late: state %q timed out and %s ended with outcome %q", pr.msgs[mt.t.msg].name, m.Sender, pr.states[s.timedOutFrom].name, what, pr.states[s.state].outcome)
+			h.protocolError(out, at, CodeLate, i, m, false, "%s from %s is late: state %s timed out and %s ended with outcome %s", pr.msgs[mt.t.msg].name, policy.Quote(m.Sender), policy.Quote(pr.states[s.timedOutFrom].name), what, policy.Quote(pr.states[s.state].outcome))
 			return
 		}
 	}
 	if h.isDuplicate(s, m) {
-		h.protocolError(out, at, CodeDuplicate, i, m, false, "%s from %q repeats a message already received; %s has ended with outcome %q", m.Performative, m.Sender, what, pr.states[s.state].outcome)
+		h.protocolError(out, at, CodeDuplicate, i, m, false, "%s from %s repeats a message already received; %s has ended with outcome %s", h.perf(m), policy.Quote(m.Sender), what, policy.Quote(pr.states[s.state].outcome))
 		return
 	}
-	h.protocolError(out, at, CodeEnded, i, m, false, "%s from %q arrived after %s ended with outcome %q", m.Performative, m.Sender, what, pr.states[s.state].outcome)
+	h.protocolError(out, at, CodeEnded, i, m, false, "%s from %s arrived after %s ended with outcome %s", h.perf(m), policy.Quote(m.Sender), what, policy.Quote(pr.states[s.state].outcome))
 }
 
 func (h *Handler) isDuplicate(s *session, m *forms.Message) bool {
@@ -215,20 +215,20 @@ func (h *Handler) unexpected(i int, m *forms.Message, at time.Time, out *Queue) 
 	s := &h.sessions[i]
 	sp := &pr.states[s.state]
 	if h.isDuplicate(s, m) {
-		h.protocolError(out, at, CodeDuplicate, i, m, false, "%s from %q repeats the message already received; %s", m.Performative, m.Sender, sp.allowText)
+		h.protocolError(out, at, CodeDuplicate, i, m, false, "%s from %s repeats the message already received; %s", h.perf(m), policy.Quote(m.Sender), sp.allowText)
 		return
 	}
 	if s.timedOutFrom >= 0 {
 		if mt, err := h.classify(i, pr.states[s.timedOutFrom].recvs, pr.states[s.timedOutFrom].recvMatch, m, m.Sender, true); err == nil && mt.t != nil {
-			h.protocolError(out, at, CodeLate, i, m, false, "%s from %q is late: state %q timed out; %s", pr.msgs[mt.t.msg].name, m.Sender, pr.states[s.timedOutFrom].name, sp.allowText)
+			h.protocolError(out, at, CodeLate, i, m, false, "%s from %s is late: state %s timed out; %s", pr.msgs[mt.t.msg].name, policy.Quote(m.Sender), policy.Quote(pr.states[s.timedOutFrom].name), sp.allowText)
 			return
 		}
 	}
 	if mt, err := h.classify(i, sp.sends, sp.sendMatch, m, m.Sender, true); err == nil && mt.t != nil {
-		h.protocolError(out, at, CodeWrongRole, i, m, false, "%q sent %s, which only %s sends here; %s", m.Sender, pr.msgs[mt.t.msg].name, pr.role, sp.allowText)
+		h.protocolError(out, at, CodeWrongRole, i, m, false, "%s sent %s, which only %s sends here; %s", policy.Quote(m.Sender), pr.msgs[mt.t.msg].name, pr.role, sp.allowText)
 		return
 	}
-	h.protocolError(out, at, CodeUnexpected, i, m, false, "unexpected %s from %q: %s", m.Performative, m.Sender, sp.allowText)
+	h.protocolError(out, at, CodeUnexpected, i, m, false, "unexpected %s from %s: %s", h.perf(m), policy.Quote(m.Sender), sp.allowText)
 }
 
 // sent handles a message this handler's own agent sent, as a monitor
@@ -237,7 +237,7 @@ func (h *Handler) sent(e *MessageEvent, out *Queue) error {
 	m, at := e.Message, e.At
 	pr := h.prog
 	if m.ConversationID != "" && h.conv != "" && m.ConversationID != h.conv {
-		h.protocolError(out, at, CodeWrongConversation, -1, m, false, "message for conversation %q reached conversation %q", m.ConversationID, h.conv)
+		h.protocolError(out, at, CodeWrongConversation, -1, m, false, "message for conversation %s reached conversation %s", policy.Quote(m.ConversationID), policy.Quote(h.conv))
 		return nil
 	}
 	if err := forms.CheckContent(m.Content, forms.DefaultLimits); err != nil {
@@ -255,7 +255,7 @@ func (h *Handler) sent(e *MessageEvent, out *Queue) error {
 				h.enter(i, pr.initial, at, out, true)
 			}
 			if !ok {
-				h.protocolError(out, at, CodeUnknownAgent, -1, m, false, "%q is not a %s of this conversation", r, pr.roles[pr.manyRole])
+				h.protocolError(out, at, CodeUnknownAgent, -1, m, false, "%s is not a %s of this conversation", policy.Quote(r), pr.roles[pr.manyRole])
 				continue
 			}
 			targets = append(targets, i)
@@ -266,11 +266,11 @@ func (h *Handler) sent(e *MessageEvent, out *Queue) error {
 		if h.done || pr.states[s.state].terminal {
 			if s.timedOutFrom >= 0 {
 				if mt, err := h.classify(i, pr.states[s.timedOutFrom].sends, pr.states[s.timedOutFrom].sendMatch, m, "", false); err == nil && mt.t != nil {
-					h.protocolError(out, at, CodeLate, i, m, false, "%s sent by %q is late: state %q timed out and the conversation ended with outcome %q", pr.msgs[mt.t.msg].name, m.Sender, pr.states[s.timedOutFrom].name, pr.states[s.state].outcome)
+					h.protocolError(out, at, CodeLate, i, m, false, "%s sent by %s is late: state %s timed out and the conversation ended with outcome %s", pr.msgs[mt.t.msg].name, policy.Quote(m.Sender), policy.Quote(pr.states[s.timedOutFrom].name), policy.Quote(pr.states[s.state].outcome))
 					continue
 				}
 			}
-			h.protocolError(out, at, CodeEnded, i, m, false, "%s sent by %q after the conversation ended with outcome %q", m.Performative, m.Sender, pr.states[s.state].outcome)
+			h.protocolError(out, at, CodeEnded, i, m, false, "%s sent by %s after the conversation ended with outcome %s", h.perf(m), policy.Quote(m.Sender), policy.Quote(pr.states[s.state].outcome))
 			continue
 		}
 		sp := &pr.states[s.state]
@@ -288,19 +288,19 @@ func (h *Handler) sent(e *MessageEvent, out *Queue) error {
 		}
 		if mt.t == nil {
 			if mt2, err := h.classify(i, sp.recvs, sp.recvMatch, m, agent, false); err == nil && mt2.t != nil {
-				h.protocolError(out, at, CodeWrongRole, i, m, false, "%q sent %s, which only %s sends here", m.Sender, pr.msgs[mt2.t.msg].name, pr.roles[mt2.t.peer])
+				h.protocolError(out, at, CodeWrongRole, i, m, false, "%s sent %s, which only %s sends here", policy.Quote(m.Sender), pr.msgs[mt2.t.msg].name, pr.roles[mt2.t.peer])
 				continue
 			}
 			allowed := "it may send nothing here"
 			if len(sp.choices) > 0 {
 				allowed = "it may send " + joinList(sp.choices)
 			}
-			h.protocolError(out, at, CodeUnexpected, i, m, false, "unexpected %s sent by %q in state %q: %s", m.Performative, m.Sender, sp.name, allowed)
+			h.protocolError(out, at, CodeUnexpected, i, m, false, "unexpected %s sent by %s in state %s: %s", h.perf(m), policy.Quote(m.Sender), policy.Quote(sp.name), allowed)
 			continue
 		}
 		applied := h.mode == Observe
 		if late, d := h.isLate(s, at, pr.roleIdx); late {
-			h.protocolError(out, at, CodeLate, i, m, applied, "%s sent by %q at %s, after the deadline %s of state %q", pr.msgs[mt.t.msg].name, m.Sender, at.Format(time.RFC3339Nano), d.Format(time.RFC3339Nano), sp.name)
+			h.protocolError(out, at, CodeLate, i, m, applied, "%s sent by %s at %s, after the deadline %s of state %s", pr.msgs[mt.t.msg].name, policy.Quote(m.Sender), at.Format(time.RFC3339Nano), d.Format(time.RFC3339Nano), policy.Quote(sp.name))
 			if !applied {
 				continue
 			}
@@ -370,7 +370,7 @@ func (h *Handler) apply(i int, t *transProg, m *forms.Message, at time.Time, out
 func (h *Handler) assign(i int, t *transProg, m *forms.Message, at time.Time, out *Queue) bool {
 	vals, name, err := h.evalSets(i, t, m)
 	if err != nil {
-		h.protocolError(out, at, CodeExpression, i, m, false, "setting %q: %v", name, err)
+		h.protocolError(out, at, CodeExpression, i, m, false, "setting %s: %v", policy.Quote(name), err)
 		return false
 	}
 	s := &h.sessions[i]
@@ -454,17 +454,17 @@ func (h *Handler) take(i int, choice string, content map[string]any, replyBy tim
 	}
 	switch {
 	case t == nil && guardErr != nil:
-		h.protocolError(out, at, CodeExpression, i, nil, false, "choice %q: %v", choice, guardErr)
+		h.protocolError(out, at, CodeExpression, i, nil, false, "choice %s: %v", policy.Quote(choice), guardErr)
 		return false, nil
 	case t == nil && guarded != nil:
-		h.protocolError(out, at, CodeChoiceNotAllowed, i, nil, false, "choice %q is not allowed in state %q: its guard %q does not hold for the decision's content", choice, sp.name, guarded.guard.Src.Src)
+		h.protocolError(out, at, CodeChoiceNotAllowed, i, nil, false, "choice %s is not allowed in state %s: its guard %s does not hold for the decision's content", policy.Quote(choice), policy.Quote(sp.name), policy.Quote(guarded.guard.Src.Src))
 		return false, nil
 	case t == nil:
-		h.protocolError(out, at, CodeChoiceNotAllowed, i, nil, false, "choice %q is not allowed in state %q; the choices are %s", choice, sp.name, strings.Join(h.choices(i), ", "))
+		h.protocolError(out, at, CodeChoiceNotAllowed, i, nil, false, "choice %s is not allowed in state %s; the choices are %s", policy.Quote(choice), policy.Quote(sp.name), strings.Join(h.choices(i), ", "))
 		return false, nil
 	}
 	if late, d := h.isLate(s, at, pr.roleIdx); late && h.mode == Enforce {
-		h.protocolError(out, at, CodeLate, i, nil, false, "too late to send %s: the deadline %s of state %q passed at %s", pr.msgs[t.msg].name, d.Format(time.RFC3339Nano), sp.name, at.Format(time.RFC3339Nano))
+		h.protocolError(out, at, CodeLate, i, nil, false, "too late to send %s: the deadline %s of state %s passed at %s", pr.msgs[t.msg].name, d.Format(time.RFC3339Nano), policy.Quote(sp.name), at.Format(time.RFC3339Nano))
 		return false, nil
 	}
 	form := pr.msgs[t.msg].form
@@ -476,7 +476,7 @@ func (h *Handler) take(i int, choice string, content map[string]any, replyBy tim
 	if group == nil {
 		agent := h.agentOf(i, t.peer)
 		if agent == "" {
-			return false, fmt.Errorf("engine: no agent plays %s in conversation %q: bind one with WithPeers", pr.roles[t.peer], h.conv)
+			return false, fmt.Errorf("engine: no agent plays %s in conversation %s: bind one with WithPeers", pr.roles[t.peer], policy.Quote(h.conv))
 		}
 		if t.peer == pr.manyRole {
 			receivers = []string{agent}
@@ -508,7 +508,7 @@ func (h *Handler) take(i int, choice string, content map[string]any, replyBy tim
 		}
 		if _, name, err := h.evalSets(j, t, msg); err != nil {
 			h.seq--
-			h.protocolError(out, at, CodeExpression, j, nil, false, "setting %q: %v; %s was not sent", name, err, pr.msgs[t.msg].name)
+			h.protocolError(out, at, CodeExpression, j, nil, false, "setting %s: %v; %s was not sent", policy.Quote(name), err, pr.msgs[t.msg].name)
 			return false, nil
 		}
 	}
@@ -574,22 +574,18 @@ func (h *Handler) answerJoin(e *DecisionEvent, out *Queue) error {
 	// In peer order, not map order: the same inputs give the same outputs.
 	slices.Sort(stale)
 	for _, peer := range stale {
-		h.protocolError(out, e.At, CodeStaleDecision, -1, nil, false, "the join decision answers %q, which is not waiting at the join", peer)
+		h.protocolError(out, e.At, CodeStaleDecision, -1, nil, false, "the join decision answers %s, which is not waiting at the join", policy.Quote(peer))
 	}
 	if len(missing) > 0 {
 		slices.Sort(missing)
-		h.protocolError(out, e.At, CodeChoiceNotAllowed, -1, nil, false, "the join decision has no answer for %s; they keep waiting", joinList(quoteAll(missing)))
+		h.protocolError(out, e.At, CodeChoiceNotAllowed, -1, nil, false, "the join decision has no answer for %s; they keep waiting", policy.QuoteList(missing, maxListed))
 	}
 	return nil
 }
 
-func quoteAll(list []string) []string {
-	out := make([]string, len(list))
-	for i, s := range list {
-		out[i] = fmt.Sprintf("%q", s)
-	}
-	return out
-}
+// maxListed is how many peers a reason names; it says how many more
+// there are.
+const maxListed = 8
 
 // timer handles an expired timer.
 func (h *Handler) timer(e *TimerEvent, out *Queue) {
@@ -676,5 +672,5 @@ func (h *Handler) childDone(e *CPDoneEvent, out *Queue) {
 		h.enter(i, t.next, e.At, out, false)
 		return
 	}
-	h.protocolError(out, e.At, CodeUnexpected, i, nil, false, "child policy %q ended with outcome %q, which state %q does not handle", e.Policy, e.Outcome, sp.name)
+	h.protocolError(out, e.At, CodeUnexpected, i, nil, false, "child policy %s ended with outcome %s, which state %s does not handle", policy.Quote(e.Policy), policy.Quote(e.Outcome), policy.Quote(sp.name))
 }

@@ -25,7 +25,7 @@ type Form struct {
 // rule; it must be non-nil exactly when mt has one.
 func New(mt *policy.MessageType, match Predicate) (*Form, error) {
 	if (mt.Match != nil) != (match != nil) {
-		return nil, fmt.Errorf("forms: message type %q: match rule and predicate must be given together", mt.Name)
+		return nil, fmt.Errorf("forms: message type %s: match rule and predicate must be given together", policy.Quote(mt.Name))
 	}
 	return &Form{Type: mt, match: match}, nil
 }
@@ -78,9 +78,9 @@ type ContentError struct {
 
 func (e *ContentError) Error() string {
 	if e.Field == "" {
-		return fmt.Sprintf("content of %q %s", e.Type, e.Reason)
+		return fmt.Sprintf("content of %s %s", policy.Quote(e.Type), e.Reason)
 	}
-	return fmt.Sprintf("field %q of %q %s", e.Field, e.Type, e.Reason)
+	return fmt.Sprintf("field %s of %s %s", policy.Quote(e.Field), policy.Quote(e.Type), e.Reason)
 }
 
 // Validate checks content against the type's fields: every required field
@@ -129,7 +129,7 @@ func checkType(t policy.FieldType, v any) string {
 			if _, err := time.Parse(time.RFC3339Nano, x); err == nil {
 				return ""
 			}
-			return fmt.Sprintf("is %q, not an RFC 3339 time", x)
+			return fmt.Sprintf("is %s, not an RFC 3339 time", policy.Quote(x))
 		}
 	case policy.TypeDuration:
 		switch x := v.(type) {
@@ -139,7 +139,7 @@ func checkType(t policy.FieldType, v any) string {
 			if _, err := time.ParseDuration(x); err == nil {
 				return ""
 			}
-			return fmt.Sprintf("is %q, not a duration", x)
+			return fmt.Sprintf("is %s, not a duration", policy.Quote(x))
 		}
 	case policy.TypeList:
 		if _, ok := v.([]any); ok {

@@ -3,6 +3,7 @@ package forms_test
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -139,6 +140,8 @@ func TestValidate(t *testing.T) {
 		{"duration as a string", field("wait", policy.TypeDuration, false), map[string]any{"wait": "1m30s"}, ""},
 		{"duration is not one", field("wait", policy.TypeDuration, false), map[string]any{"wait": "soon"}, `field "wait" of "m" is "soon", not a duration`},
 		{"duration is a number", field("wait", policy.TypeDuration, false), map[string]any{"wait": 30}, `field "wait" of "m" is a number, not a duration`},
+		{"a megabyte time is quoted bounded", field("at", policy.TypeTime, false), map[string]any{"at": strings.Repeat("t", 1<<20)}, `field "at" of "m" is ` + policy.Quote(strings.Repeat("t", 1<<20)) + `, not an RFC 3339 time`},
+		{"a megabyte duration is quoted bounded", field("wait", policy.TypeDuration, false), map[string]any{"wait": strings.Repeat("d", 1<<20)}, `field "wait" of "m" is ` + policy.Quote(strings.Repeat("d", 1<<20)) + `, not a duration`},
 		{"list", field("items", policy.TypeList, false), map[string]any{"items": []any{1, "x"}}, ""},
 		{"list is a map", field("items", policy.TypeList, false), map[string]any{"items": map[string]any{}}, `field "items" of "m" is a map, not a list`},
 		{"list of strings is not a JSON list", field("items", policy.TypeList, false), map[string]any{"items": []string{"x"}}, `field "items" of "m" is a []string, not a list`},
