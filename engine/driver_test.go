@@ -601,3 +601,29 @@ func BenchmarkDriverRequest(b *testing.B) {
 		d.Remove("bob", "c1")
 	}
 }
+
+// The driver runs no child policy: a LoadCPEvent is reported unrouted,
+// and the parent goes on when the caller feeds the child's end.
+func TestDriverReportsChildPolicies(t *testing.T) {
+	d := engine.NewDriver(t0,
+		engine.WithAgentDecider("alice", script{"ready": {Choice: "request"}}),
+		engine.WithAgentDecider("bob", script{"requested": {Choice: "inform-done"}}))
+	for _, a := range cast("setup-then-request") {
+		h, err := fuzzProgram(t, "setup-then-request", a.role).NewHandler(convID, a.name, a.opts...)
+		require.NoError(t, err)
+		require.NoError(t, d.Add(h))
+		require.NoError(t, d.Start(a.name, convID))
+	}
+	un := d.TakeUnrouted()
+	require.Len(t, un, 2)
+	for i, who := range []string{"alice", "bob"} {
+		assert.Equal(t, who, un[i].Agent)
+		load, ok := un[i].Event.(*engine.LoadCPEvent)
+		require.True(t, ok, "%T", un[i].Event)
+		assert.Equal(t, "conversation-setup", load.Policy)
+		require.NoError(t, d.Process(who, convID, &engine.CPDoneEvent{At: t0, Policy: load.Policy, Outcome: "accepted", Session: load.Session, Epoch: load.Epoch}))
+	}
+	require.NoError(t, d.Settle())
+	assert.Equal(t, "done", d.Handler("alice", convID).Outcome(""))
+	assert.Equal(t, "done", d.Handler("bob", convID).Outcome(""))
+}
