@@ -138,8 +138,8 @@ type Step struct {
 // decider. It is what tests, trace checking and exploration drive
 // conversations with, and the simplest way to embed the engine.
 //
-// Determinism: the driver reads no clock, starts no goroutine and
-// iterates no map, so the same calls give the same steps in the same
+// Determinism: the driver reads no clock, starts no goroutine and lets
+// no map's order show, so the same calls give the same steps in the same
 // order. Messages are delivered in the order they were sent (so first in,
 // first out for each receiver), each at the time it was sent (the
 // network takes no time). Timers fire in deadline order, those with equal
@@ -184,8 +184,7 @@ type Driver struct {
 	unrouted []Step
 
 	// Reused for every step: handlers keep neither their input event nor
-	// the message it carries, and a decider uses its request only during
-	// the call.
+	// the message it carries.
 	q     Queue
 	msgIn MessageEvent
 	tmIn  TimerEvent
