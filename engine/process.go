@@ -347,7 +347,7 @@ func (h *Handler) apply(i int, t *transProg, m *forms.Message, at time.Time, out
 		}
 		for _, k := range mp.srcs {
 			t, _ := forms.Time(m, pr.deadlineSrc[k].field)
-			s.srcTimes[k] = nanos(t)
+			s.srcTimes[k] = nanos(h.boundWait(t, at))
 		}
 	}
 	if !sent {
@@ -363,6 +363,22 @@ func (h *Handler) apply(i int, t *transProg, m *forms.Message, at time.Time, out
 	}
 	s.timedOutFrom = -1
 	h.enter(i, t.next, at, out, false)
+}
+
+// boundWait returns deadline t, read from a message that arrived (or was
+// sent) at at, bounded to at plus the program's maximum wait.
+func (h *Handler) boundWait(t, at time.Time) time.Time {
+	if t.IsZero() || at.IsZero() {
+		return t
+	}
+	wait := h.prog.maxWait
+	if wait <= 0 {
+		wait = DefaultMaxWait
+	}
+	if limit := at.Add(wait); t.After(limit) {
+		return limit
+	}
+	return t
 }
 
 // assign evaluates t's assignments and stores them; an evaluation error

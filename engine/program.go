@@ -31,6 +31,8 @@ type Program struct {
 	deadlineSrc []fieldSrc
 	vars        []string
 	stateIndex  map[string]int
+	// maxWait bounds the deadlines read from messages (0: DefaultMaxWait).
+	maxWait time.Duration
 }
 
 type fieldSrc struct {
@@ -132,6 +134,7 @@ type CompileOption func(*compileOptions)
 type compileOptions struct {
 	resolve policy.Resolver
 	timers  map[string]time.Duration
+	maxWait time.Duration
 }
 
 // WithPolicies resolves child policies for the compile-time checks.
@@ -149,6 +152,22 @@ func WithTimer(name string, d time.Duration) CompileOption {
 		}
 		o.timers[name] = d
 	}
+}
+
+// DefaultMaxWait is the longest a deadline read from a message may wait
+// unless WithMaxWait says otherwise.
+const DefaultMaxWait = 24 * time.Hour
+
+// WithMaxWait bounds the deadlines read from messages (a timer with
+// deadline: request.reply_by, and the commitment deadlines that use it):
+// a deadline later than d after the message's At is taken as At+d, so a
+// peer cannot keep a conversation waiting for centuries with a far
+// reply_by. The message itself is not changed, and a message with a zero
+// At is not bounded. A d of zero or less keeps DefaultMaxWait (24 hours).
+// Timers with a fixed duration in the policy, and the defaults of
+// deadline timers, are the policy's and not bounded.
+func WithMaxWait(d time.Duration) CompileOption {
+	return func(o *compileOptions) { o.maxWait = d }
 }
 
 // Compile checks p and compiles it for role. The diagnostics are those of
@@ -188,7 +207,7 @@ func Compile(p *policy.Policy, role string, opts ...CompileOption) (*Program, po
 }
 
 func build(p *policy.Policy, role string, proj *policy.Projection, o *compileOptions) (*Program, error) {
-	pr := &Program{policy: p, role: role, fingerprint: p.Fingerprint(), manyRole: -1, stateIndex: map[string]int{}}
+	pr := &Program{policy: p, role: role, fingerprint: p.Fingerprint(), manyRole: -1, stateIndex: map[string]int{}, maxWait: o.maxWait}
 	roleIdx := map[string]int{}
 	for i, r := range p.Roles {
 		roleIdx[r.Name] = i
