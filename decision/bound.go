@@ -25,7 +25,14 @@ func FromPolicy(p *policy.Policy) (Decider, error) {
 		}
 		programs[s.Name] = prog
 	}
-	return &bound{policy: p.Name, programs: programs}, nil
+	return Bind(p.Name, programs), nil
+}
+
+// Bind returns the Decider of FromPolicy for decide expressions already
+// compiled: byPoint maps a decision point (state) of policy policyName to
+// its expression.
+func Bind(policyName string, byPoint map[string]*Expression) Decider {
+	return &bound{policy: policyName, programs: byPoint}
 }
 
 type bound struct {

@@ -98,14 +98,24 @@ type EvalError struct {
 }
 
 func (e *EvalError) Error() string {
-	pos := e.Expr.Pos
-	msg := e.Err.Error()
-	var fe *file.Error
-	if errors.As(e.Err, &fe) {
-		pos = e.Expr.PosAt(fe.Line, fe.Column)
-		msg = fe.Message
+	return fmt.Sprintf("%s: expression %q: %s", e.Pos(), e.Expr.Src, e.Message())
+}
+
+// Pos returns the position of the problem in the policy file: the
+// character the expression compiler points at, or the expression's start.
+func (e *EvalError) Pos() policy.Pos {
+	if fe, ok := errors.AsType[*file.Error](e.Err); ok {
+		return e.Expr.PosAt(fe.Line, fe.Column)
 	}
-	return fmt.Sprintf("%s: expression %q: %s", pos, e.Expr.Src, msg)
+	return e.Expr.Pos
+}
+
+// Message returns what is wrong, without the position.
+func (e *EvalError) Message() string {
+	if fe, ok := errors.AsType[*file.Error](e.Err); ok {
+		return fe.Message
+	}
+	return e.Err.Error()
 }
 
 func (e *EvalError) Unwrap() error { return e.Err }

@@ -42,6 +42,10 @@ const (
 	// not know, whose protocol names no policy the agent accepts new
 	// conversations of (produced by the manager, not a handler).
 	CodeUnknownConversation ErrorCode = "PE013"
+	// CodeRefused: a message would open a conversation the agent refuses
+	// to hold: it holds as many as its limits allow, in total or opened
+	// by that peer (produced by the runtime, not a handler).
+	CodeRefused ErrorCode = "PE014"
 	// CodeContentLimit: a message's or a decision's content breaks the
 	// content limits (forms.DefaultLimits: nesting, number of values,
 	// bytes) or holds a value JSON cannot carry (NaN, an infinity); it is
@@ -71,5 +75,6 @@ var ErrorCodes = []ErrorCodeInfo{
 	{CodeWrongConversation, "wrong-conversation", "the message carries another conversation id"},
 	{CodeExpression, "expression-error", "a guard or assignment failed to evaluate"},
 	{CodeUnknownConversation, "unknown-conversation", "a message for an unknown conversation that cannot start one"},
+	{CodeRefused, "refused", "a message would open a conversation beyond the agent's limits"},
 	{CodeContentLimit, "content-limit", "the content breaks the content limits or holds a value JSON cannot carry"},
 }

@@ -89,6 +89,9 @@ type CPDoneEvent struct {
 	Outcomes map[string]string
 	Session  string
 	Epoch    uint64
+	// Reason says why the conversation was aborted (Outcome is
+	// OutcomeAborted); it is empty otherwise.
+	Reason string
 }
 
 // ProtocolErrorEvent is an output reporting a violation: a message,

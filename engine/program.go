@@ -170,43 +170,7 @@ func WithMaxWait(d time.Duration) CompileOption {
 	return func(o *compileOptions) { o.maxWait = d }
 }
 
-// Compile checks p and compiles it for role. The diagnostics are those of
-// policy.CheckPolicy (plus compile problems, such as an unknown role); the
-// program is nil when they hold an error.
-func Compile(p *policy.Policy, role string, opts ...CompileOption) (*Program, policy.Diagnostics) {
-	var o compileOptions
-	for _, opt := range opts {
-		opt(&o)
-	}
-	var checkOpts []policy.CheckOption
-	if o.resolve != nil {
-		checkOpts = append(checkOpts, policy.WithPolicies(o.resolve))
-	}
-	ds := policy.CheckPolicy(p, checkOpts...)
-	if p.Role(role) == nil {
-		var names []string
-		for _, r := range p.Roles {
-			names = append(names, r.Name)
-		}
-		ds = append(ds, policy.Diagnostic{Severity: policy.SeverityError, Code: policy.CodeUndeclaredRole, Pos: p.Pos,
-			Message: fmt.Sprintf("policy %q has no role %q (roles: %v)", p.Name, role, names)})
-	}
-	if ds.HasErrors() {
-		return nil, ds
-	}
-	proj, pds := policy.Project(p, role)
-	if ds = append(ds, pds...); ds.HasErrors() {
-		return nil, ds
-	}
-	prog, err := build(p, role, proj, &o)
-	if err != nil {
-		ds = append(ds, policy.Diagnostic{Severity: policy.SeverityError, Code: policy.CodeExprType, Pos: p.Pos, Message: err.Error()})
-		return nil, ds
-	}
-	return prog, ds
-}
-
-func build(p *policy.Policy, role string, proj *policy.Projection, o *compileOptions) (*Program, error) {
+func build(p *policy.Policy, role string, proj *policy.Projection, o *compileOptions, exprs map[*policy.Expr]*decision.Expression) (*Program, error) {
 	pr := &Program{policy: p, role: role, fingerprint: p.Fingerprint(), manyRole: -1, stateIndex: map[string]int{}, maxWait: o.maxWait}
 	roleIdx := map[string]int{}
 	for i, r := range p.Roles {
@@ -219,11 +183,7 @@ func build(p *policy.Policy, role string, proj *policy.Projection, o *compileOpt
 		msgIdx[m.Name] = i
 		var match forms.Predicate
 		if m.Match != nil {
-			prog, err := decision.Compile(m.Match)
-			if err != nil {
-				return nil, err
-			}
-			match = matchPredicate{prog}
+			match = matchPredicate{exprs[m.Match]}
 		}
 		form, err := forms.New(m, match)
 		if err != nil {
@@ -309,12 +269,6 @@ func build(p *policy.Policy, role string, proj *policy.Projection, o *compileOpt
 			}
 		}
 	}
-	compile := func(e *policy.Expr) (*decision.Expression, error) {
-		if e == nil {
-			return nil, nil
-		}
-		return decision.Compile(e)
-	}
 	for i, ls := range proj.States {
 		pr.stateIndex[ls.Name] = i
 		sp := stateProg{name: ls.Name, kind: ls.Kind, outcome: ls.Outcome, join: ls.Join}
@@ -331,16 +285,11 @@ func build(p *policy.Policy, role string, proj *policy.Projection, o *compileOpt
 		for _, lt := range ls.Transitions {
 			t := lt.Transition()
 			tp := transProg{next: lt.Next, timer: -1, msg: -1, peer: -1, outcome: t.Outcome}
-			var err error
-			if tp.guard, err = compile(t.Guard); err != nil {
-				return nil, err
+			if t.Guard != nil {
+				tp.guard = exprs[t.Guard]
 			}
 			for _, a := range t.Set {
-				prog, err := compile(a.Expr)
-				if err != nil {
-					return nil, err
-				}
-				tp.sets = append(tp.sets, setProg{name: a.Var.Name, prog: prog})
+				tp.sets = append(tp.sets, setProg{name: a.Var.Name, prog: exprs[a.Expr]})
 			}
 			switch lt.Action {
 			case policy.ActionSend, policy.ActionReceive:
@@ -469,4 +418,30 @@ func (pr *Program) Peers() []string {
 		}
 	}
 	return out
+}
+
+// Opens reports whether m starts a conversation of this program: a
+// message the program's initial state accepts from a peer.
+func (pr *Program) Opens(m *forms.Message) bool {
+	for _, t := range pr.states[pr.initial].recvs {
+		if pr.msgs[t.msg].form.Matches(m) {
+			return true
+		}
+	}
+	return false
+}
+
+// RespondsFirst reports whether the program's role receives, rather than
+// sends, the policy's first message: a host accepts new conversations
+// with such a program.
+func (pr *Program) RespondsFirst() bool {
+	st := &pr.states[pr.initial]
+	return len(st.recvs) > 0 && len(st.sends) == 0
+}
+
+// Receives reports whether the local role may receive a message in state:
+// a decision point that also waits for a peer may be left undecided.
+func (pr *Program) Receives(state string) bool {
+	st, ok := pr.stateIndex[state]
+	return ok && len(pr.states[st].recvs) > 0
 }

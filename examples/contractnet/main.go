@@ -24,6 +24,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/parleyhq/parley/agent"
 	"github.com/parleyhq/parley/decision"
 	"github.com/parleyhq/parley/engine"
 	"github.com/parleyhq/parley/forms"
@@ -82,8 +83,8 @@ func run(ctx context.Context, out, journal io.Writer, cfg config) error {
 	if err != nil {
 		return err
 	}
-	bus := engine.NewBus()
-	dir := engine.NewDirectory()
+	bus := agent.NewBus()
+	dir := agent.NewDirectory()
 	j := trace.NewWriter(journal)
 	quiet := slog.New(slog.DiscardHandler)
 	start := time.Now()
@@ -91,7 +92,7 @@ func run(ctx context.Context, out, journal io.Writer, cfg config) error {
 		mu  sync.Mutex
 		log []*forms.Message
 	)
-	print := func(o engine.Observation) {
+	print := func(o agent.Observation) {
 		me, ok := o.Event.(*engine.MessageEvent)
 		if !ok || o.Input {
 			return
@@ -102,17 +103,22 @@ func run(ctx context.Context, out, journal io.Writer, cfg config) error {
 		log = append(log, m)
 		fmt.Fprintf(out, "%6.0fms  %-8s -> %-31s %-15s %v\n", float64(time.Since(start).Milliseconds()), m.Sender, strings.Join(m.Receivers, ","), m.Performative, m.Content)
 	}
-	var managers []*engine.Manager
+	var managers []*agent.Manager
 	defer func() {
 		for _, m := range managers {
-			m.Close()
+			m.Close(context.Background())
 		}
 	}()
-	newAgent := func(name string, opts ...engine.ManagerOption) (*engine.Manager, error) {
-		opts = append([]engine.ManagerOption{engine.WithLogger(quiet), engine.WithObserver(print), engine.WithJournal(j, false)}, opts...)
-		m := engine.NewManager(name, opts...)
+	newAgent := func(name string, opts ...agent.Option) (*agent.Manager, error) {
+		opts = append([]agent.Option{agent.WithLogger(quiet), agent.WithObserver(print), agent.WithJournal(j, false)}, opts...)
+		m, err := agent.NewManager(name, opts...)
+		if err != nil {
+			return nil, err
+		}
 		managers = append(managers, m)
-		bus.Connect(m)
+		if err := bus.Connect(m); err != nil {
+			return nil, err
+		}
 		return m, m.Register(p)
 	}
 
@@ -122,17 +128,17 @@ func run(ctx context.Context, out, journal io.Writer, cfg config) error {
 			return fmt.Errorf("carrier %s: %w", c.name, err)
 		}
 		bid := carrierLogic(c.name, price)
-		var m *engine.Manager
+		var m *agent.Manager
 		if c.slow {
-			m, err = newAgent(c.name, engine.WithAsyncDecisions(func(r engine.DecisionRequest) {
+			m, err = newAgent(c.name, agent.WithAsyncDecisions(func(r agent.DecisionRequest) {
 				go func() {
 					time.Sleep(cfg.slowBy)
 					a, _ := bid(ctx, &r.Request)
-					m.Answer(r.Conversation, r.Ticket, a)
+					_ = m.Answer(r.Conversation, r.Ticket, a) // fails only once the example closes
 				}()
 			}))
 		} else {
-			m, err = newAgent(c.name, engine.WithDecider(decision.Func(bid)))
+			m, err = newAgent(c.name, agent.WithDecider(decision.Func(bid)))
 		}
 		if err != nil {
 			return err
@@ -140,7 +146,7 @@ func run(ctx context.Context, out, journal io.Writer, cfg config) error {
 		dir.Register(c.name, "fipa-contract-net", "Participant")
 	}
 
-	buyer, err := newAgent("buyer", engine.WithDecider(decision.Func(func(_ context.Context, req *decision.Request) (decision.Answer, error) {
+	buyer, err := newAgent("buyer", agent.WithDecider(decision.Func(func(_ context.Context, req *decision.Request) (decision.Answer, error) {
 		switch req.Point {
 		case "start":
 			return decision.Answer{Choice: "cfp", Content: req.Content, ReplyBy: time.Now().Add(cfg.deadline)}, nil
@@ -153,7 +159,7 @@ func run(ctx context.Context, out, journal io.Writer, cfg config) error {
 		return err
 	}
 	bidders := dir.Lookup("fipa-contract-net", "Participant")
-	conv, err := buyer.Start(ctx, "fipa-contract-net", "Initiator", map[string][]string{"Participant": bidders}, map[string]any{"crates": 40})
+	conv, err := buyer.Start(ctx, agent.StartRequest{Policy: "fipa-contract-net", Role: "Initiator", Peers: map[string][]string{"Participant": bidders}, Data: map[string]any{"crates": 40}})
 	if err != nil {
 		return err
 	}

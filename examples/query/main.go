@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/parleyhq/parley/agent"
 	"github.com/parleyhq/parley/decision"
 	"github.com/parleyhq/parley/engine"
 	"github.com/parleyhq/parley/policies"
@@ -51,11 +52,11 @@ func run(ctx context.Context, out, journal io.Writer) error {
 	if err != nil {
 		return err
 	}
-	bus := engine.NewBus()
+	bus := agent.NewBus()
 	j := trace.NewWriter(journal)
 	quiet := slog.New(slog.DiscardHandler)
 	var mu sync.Mutex
-	print := func(o engine.Observation) {
+	print := func(o agent.Observation) {
 		if me, ok := o.Event.(*engine.MessageEvent); ok && !o.Input {
 			mu.Lock()
 			defer mu.Unlock()
@@ -64,8 +65,8 @@ func run(ctx context.Context, out, journal io.Writer) error {
 		}
 	}
 
-	bob := engine.NewManager("bob", engine.WithLogger(quiet), engine.WithObserver(print), engine.WithJournal(j, false),
-		engine.WithDecider(decision.Func(func(_ context.Context, req *decision.Request) (decision.Answer, error) {
+	bob, err := agent.NewManager("bob", agent.WithLogger(quiet), agent.WithObserver(print), agent.WithJournal(j, false),
+		agent.WithDecider(decision.Func(func(_ context.Context, req *decision.Request) (decision.Answer, error) {
 			about, _ := req.Content["about"].(string)
 			fact, known := facts[about]
 			switch {
@@ -78,28 +79,36 @@ func run(ctx context.Context, out, journal io.Writer) error {
 			}
 			return decision.Answer{}, decision.ErrNoDecision
 		})))
-	defer bob.Close()
+	if err != nil {
+		return err
+	}
+	defer bob.Close(context.Background())
 
-	alice := engine.NewManager("alice", engine.WithLogger(quiet), engine.WithObserver(print), engine.WithJournal(j, false),
-		engine.WithDecider(decision.Func(func(_ context.Context, req *decision.Request) (decision.Answer, error) {
+	alice, err := agent.NewManager("alice", agent.WithLogger(quiet), agent.WithObserver(print), agent.WithJournal(j, false),
+		agent.WithDecider(decision.Func(func(_ context.Context, req *decision.Request) (decision.Answer, error) {
 			if req.Point == "start" {
 				return decision.Answer{Choice: req.Content["ask"].(string), Content: map[string]any{"about": req.Content["about"]}, ReplyBy: time.Now().Add(5 * time.Second)}, nil
 			}
 			return decision.Answer{}, nil
 		})))
-	defer alice.Close()
+	if err != nil {
+		return err
+	}
+	defer alice.Close(context.Background())
 
-	for _, m := range []*engine.Manager{alice, bob} {
+	for _, m := range []*agent.Manager{alice, bob} {
 		if err := m.Register(p); err != nil {
 			return err
 		}
-		bus.Connect(m)
+		if err := bus.Connect(m); err != nil {
+			return err
+		}
 	}
 	for _, q := range []map[string]any{
 		{"ask": "query-if", "about": "raining"},
 		{"ask": "query-ref", "about": "price of apples"},
 	} {
-		conv, err := alice.Start(ctx, "fipa-query", "Initiator", map[string][]string{"Participant": {"bob"}}, q)
+		conv, err := alice.Start(ctx, agent.StartRequest{Policy: "fipa-query", Role: "Initiator", Peers: map[string][]string{"Participant": {"bob"}}, Data: q})
 		if err != nil {
 			return err
 		}

@@ -18,6 +18,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/parleyhq/parley/agent"
 	"github.com/parleyhq/parley/decision"
 	"github.com/parleyhq/parley/engine"
 	"github.com/parleyhq/parley/policies"
@@ -50,11 +51,11 @@ func run(ctx context.Context, out, journal io.Writer) error {
 	if err != nil {
 		return err
 	}
-	bus := engine.NewBus()
+	bus := agent.NewBus()
 	j := trace.NewWriter(journal)
 	quiet := slog.New(slog.DiscardHandler)
 	start := time.Now()
-	print := func(o engine.Observation) {
+	print := func(o agent.Observation) {
 		if me, ok := o.Event.(*engine.MessageEvent); ok && !o.Input {
 			m := me.Message
 			fmt.Fprintf(out, "%6.1fms  %-5s -> %-5s %-8s %v\n", float64(time.Since(start).Microseconds())/1000, m.Sender, m.Receivers[0], m.Performative, m.Content)
@@ -62,8 +63,8 @@ func run(ctx context.Context, out, journal io.Writer) error {
 	}
 
 	// bob performs actions: he agrees to paint, then reports the result.
-	bob := engine.NewManager("bob", engine.WithLogger(quiet), engine.WithObserver(print), engine.WithJournal(j, false),
-		engine.WithDecider(decision.Func(func(_ context.Context, req *decision.Request) (decision.Answer, error) {
+	bob, err := agent.NewManager("bob", agent.WithLogger(quiet), agent.WithObserver(print), agent.WithJournal(j, false),
+		agent.WithDecider(decision.Func(func(_ context.Context, req *decision.Request) (decision.Answer, error) {
 			switch req.Point {
 			case "requested":
 				if req.Content["action"] != "paint the fence" {
@@ -75,25 +76,33 @@ func run(ctx context.Context, out, journal io.Writer) error {
 			}
 			return decision.Answer{}, decision.ErrNoDecision
 		})))
-	defer bob.Close()
+	if err != nil {
+		return err
+	}
+	defer bob.Close(context.Background())
 
 	// alice asks; while she waits she has nothing more to decide.
-	alice := engine.NewManager("alice", engine.WithLogger(quiet), engine.WithObserver(print), engine.WithJournal(j, false),
-		engine.WithDecider(decision.Func(func(_ context.Context, req *decision.Request) (decision.Answer, error) {
+	alice, err := agent.NewManager("alice", agent.WithLogger(quiet), agent.WithObserver(print), agent.WithJournal(j, false),
+		agent.WithDecider(decision.Func(func(_ context.Context, req *decision.Request) (decision.Answer, error) {
 			if req.Point == "start" {
 				return decision.Answer{Choice: "request", Content: req.Content, ReplyBy: time.Now().Add(5 * time.Second)}, nil
 			}
 			return decision.Answer{}, nil // nothing to cancel: wait for bob
 		})))
-	defer alice.Close()
+	if err != nil {
+		return err
+	}
+	defer alice.Close(context.Background())
 
-	for _, m := range []*engine.Manager{alice, bob} {
+	for _, m := range []*agent.Manager{alice, bob} {
 		if err := m.Register(p); err != nil {
 			return err
 		}
-		bus.Connect(m)
+		if err := bus.Connect(m); err != nil {
+			return err
+		}
 	}
-	conv, err := alice.Start(ctx, "fipa-request", "Initiator", map[string][]string{"Participant": {"bob"}}, map[string]any{"action": "paint the fence"})
+	conv, err := alice.Start(ctx, agent.StartRequest{Policy: "fipa-request", Role: "Initiator", Peers: map[string][]string{"Participant": {"bob"}}, Data: map[string]any{"action": "paint the fence"}})
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,6 @@
 //go:build race
 
-package engine_test
+package agent_test
 
 // raceEnabled reports whether the race detector is on; the load test
 // scales itself down under it.

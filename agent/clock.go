@@ -1,9 +1,10 @@
-package engine
+package agent
 
 import (
-	"container/heap"
 	"sync"
 	"time"
+
+	"github.com/parleyhq/parley/internal/timerheap"
 )
 
 // Clock is the manager's source of time: handlers never read the clock,
@@ -32,13 +33,13 @@ func (realClock) Now() time.Time { return time.Now() }
 func (realClock) AfterFunc(d time.Duration, f func()) ClockTimer { return time.AfterFunc(d, f) }
 
 // FakeClock is a Clock that moves only when told to. Timers fire, in
-// deadline order, inside Advance and Set, on the calling goroutine. It is
-// safe for concurrent use.
+// deadline order (timers due at the same time in the order they were
+// set), inside Advance and Set, on the calling goroutine. It is safe for
+// concurrent use.
 type FakeClock struct {
 	mu     sync.Mutex
 	now    time.Time
-	timers fakeTimers
-	seq    uint64
+	timers timerheap.Heap[func()]
 }
 
 // NewFakeClock returns a FakeClock reading start.
@@ -55,10 +56,7 @@ func (c *FakeClock) Now() time.Time {
 func (c *FakeClock) AfterFunc(d time.Duration, f func()) ClockTimer {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.seq++
-	t := &fakeTimer{clock: c, at: c.now.Add(d), f: f, seq: c.seq, index: -1}
-	heap.Push(&c.timers, t)
-	return t
+	return &fakeTimer{clock: c, h: c.timers.Push(c.now.Add(d), f)}
 }
 
 // Advance moves the clock forward by d, firing every timer that falls due.
@@ -69,19 +67,20 @@ func (c *FakeClock) Advance(d time.Duration) { c.Set(c.Now().Add(d)) }
 func (c *FakeClock) Set(t time.Time) {
 	for {
 		c.mu.Lock()
-		if len(c.timers) == 0 || c.timers[0].at.After(t) {
+		at, _, ok := c.timers.Peek()
+		if !ok || at.After(t) {
 			if t.After(c.now) {
 				c.now = t
 			}
 			c.mu.Unlock()
 			return
 		}
-		next := heap.Pop(&c.timers).(*fakeTimer)
-		if next.at.After(c.now) {
-			c.now = next.at
+		at, f, _ := c.timers.Pop()
+		if at.After(c.now) {
+			c.now = at
 		}
 		c.mu.Unlock()
-		next.f()
+		f()
 	}
 }
 
@@ -89,7 +88,7 @@ func (c *FakeClock) Set(t time.Time) {
 func (c *FakeClock) Pending() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.timers)
+	return c.timers.Len()
 }
 
 // NextDeadline returns when the next timer fires, and false if none is
@@ -97,54 +96,17 @@ func (c *FakeClock) Pending() int {
 func (c *FakeClock) NextDeadline() (time.Time, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.timers) == 0 {
-		return time.Time{}, false
-	}
-	return c.timers[0].at, true
+	at, _, ok := c.timers.Peek()
+	return at, ok
 }
 
 type fakeTimer struct {
 	clock *FakeClock
-	at    time.Time
-	f     func()
-	seq   uint64
-	index int
+	h     timerheap.Handle
 }
 
 func (t *fakeTimer) Stop() bool {
-	c := t.clock
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if t.index < 0 {
-		return false
-	}
-	heap.Remove(&c.timers, t.index)
-	return true
-}
-
-type fakeTimers []*fakeTimer
-
-func (h fakeTimers) Len() int { return len(h) }
-func (h fakeTimers) Less(i, j int) bool {
-	if !h[i].at.Equal(h[j].at) {
-		return h[i].at.Before(h[j].at)
-	}
-	return h[i].seq < h[j].seq
-}
-func (h fakeTimers) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].index, h[j].index = i, j
-}
-func (h *fakeTimers) Push(x any) {
-	t := x.(*fakeTimer)
-	t.index = len(*h)
-	*h = append(*h, t)
-}
-func (h *fakeTimers) Pop() any {
-	old := *h
-	t := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	t.index = -1
-	return t
+	t.clock.mu.Lock()
+	defer t.clock.mu.Unlock()
+	return t.clock.timers.Remove(t.h)
 }

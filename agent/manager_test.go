@@ -1,4 +1,4 @@
-package engine_test
+package agent_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/parleyhq/parley/agent"
 	"github.com/parleyhq/parley/decision"
 	"github.com/parleyhq/parley/engine"
 	"github.com/parleyhq/parley/forms"
@@ -32,7 +33,7 @@ type recorder struct {
 	commits  []string
 }
 
-func (r *recorder) observe(o engine.Observation) {
+func (r *recorder) observe(o agent.Observation) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch e := o.Event.(type) {
@@ -75,26 +76,27 @@ var quiet = slog.New(slog.DiscardHandler)
 // world is a bus of agents sharing a fake clock and a recorder.
 type world struct {
 	t     *testing.T
-	bus   *engine.Bus
-	clock *engine.FakeClock
+	bus   *agent.Bus
+	clock *agent.FakeClock
 	rec   *recorder
-	mgrs  []*engine.Manager
+	mgrs  []*agent.Manager
 }
 
 func newWorld(t *testing.T) *world {
-	w := &world{t: t, bus: engine.NewBus(), clock: engine.NewFakeClock(mt0), rec: &recorder{}}
+	w := &world{t: t, bus: agent.NewBus(), clock: agent.NewFakeClock(mt0), rec: &recorder{}}
 	t.Cleanup(func() {
 		for _, m := range w.mgrs {
-			m.Close()
+			m.Close(context.Background())
 		}
 	})
 	return w
 }
 
-func (w *world) agent(name string, d decision.Decider, opts ...engine.ManagerOption) *engine.Manager {
-	opts = append([]engine.ManagerOption{engine.WithClock(w.clock), engine.WithLogger(quiet), engine.WithObserver(w.rec.observe), engine.WithDecider(d), engine.WithResolver(policies.Resolve)}, opts...)
-	m := engine.NewManager(name, opts...)
-	w.bus.Connect(m)
+func (w *world) agent(name string, d decision.Decider, opts ...agent.Option) *agent.Manager {
+	opts = append([]agent.Option{agent.WithClock(w.clock), agent.WithLogger(quiet), agent.WithObserver(w.rec.observe), agent.WithDecider(d), agent.WithResolver(policies.Resolve)}, opts...)
+	m, err := agent.NewManager(name, opts...)
+	require.NoError(w.t, err)
+	require.NoError(w.t, w.bus.Connect(m))
 	w.mgrs = append(w.mgrs, m)
 	for _, name := range []string{"fipa-request", "fipa-query", "fipa-contract-net"} {
 		p, err := policies.Load(name)
@@ -164,7 +166,7 @@ func TestManagerRunsEachFIPAPolicyEndToEnd(t *testing.T) {
 			alice := w.agent("alice", tt.ini)
 			w.agent("bob", tt.par)
 			ctx := context.Background()
-			conv, err := alice.Start(ctx, tt.policy, "Initiator", map[string][]string{"Participant": {"bob"}}, tt.data)
+			conv, err := alice.Start(ctx, agent.StartRequest{Policy: tt.policy, Role: "Initiator", Peers: map[string][]string{"Participant": {"bob"}}, Data: tt.data})
 			require.NoError(t, err)
 			w.settle()
 			outcome, err := alice.Wait(ctx, conv)
@@ -177,7 +179,7 @@ func TestManagerRunsEachFIPAPolicyEndToEnd(t *testing.T) {
 
 	t.Run("contract net", func(t *testing.T) {
 		w := newWorld(t)
-		dir := engine.NewDirectory()
+		dir := agent.NewDirectory()
 		for i, price := range []float64{30, 10, 20} {
 			name := fmt.Sprintf("p%d", i+1)
 			w.agent(name, decision.Func(func(_ context.Context, req *decision.Request) (decision.Answer, error) {
@@ -209,7 +211,7 @@ func TestManagerRunsEachFIPAPolicyEndToEnd(t *testing.T) {
 			return decision.Answer{}, nil
 		}))
 		ctx := context.Background()
-		conv, err := buyer.Start(ctx, "fipa-contract-net", "Initiator", map[string][]string{"Participant": dir.Lookup("fipa-contract-net", "Participant")}, nil)
+		conv, err := buyer.Start(ctx, agent.StartRequest{Policy: "fipa-contract-net", Role: "Initiator", Peers: map[string][]string{"Participant": dir.Lookup("fipa-contract-net", "Participant")}})
 		require.NoError(t, err)
 		w.settle()
 		outcome, err := buyer.Wait(ctx, conv)
@@ -221,11 +223,11 @@ func TestManagerRunsEachFIPAPolicyEndToEnd(t *testing.T) {
 
 func TestManagerTimeoutsAndLateRepliesWithFakeClock(t *testing.T) {
 	w := newWorld(t)
-	var bobAnswer atomic.Pointer[engine.DecisionRequest]
+	var bobAnswer atomic.Pointer[agent.DecisionRequest]
 	alice := w.agent("alice", script{"start": {Choice: "request", ReplyBy: mt0.Add(30 * time.Second)}})
-	bob := w.agent("bob", nil, engine.WithAsyncDecisions(func(r engine.DecisionRequest) { bobAnswer.Store(&r) }))
+	bob := w.agent("bob", nil, agent.WithAsyncDecisions(func(r agent.DecisionRequest) { bobAnswer.Store(&r) }))
 	ctx := context.Background()
-	conv, err := alice.Start(ctx, "fipa-request", "Initiator", map[string][]string{"Participant": {"bob"}}, nil)
+	conv, err := alice.Start(ctx, agent.StartRequest{Policy: "fipa-request", Role: "Initiator", Peers: map[string][]string{"Participant": {"bob"}}})
 	require.NoError(t, err)
 	w.settle()
 	pending := bobAnswer.Load()
@@ -250,17 +252,17 @@ func TestManagerTimeoutsAndLateRepliesWithFakeClock(t *testing.T) {
 	assert.Equal(t, []engine.ErrorCode{engine.CodeStaleDecision}, w.rec.codes())
 
 	// A reply forged after the deadline reaches alice as late.
-	w.bus.Send(ctx, &forms.Message{Performative: "agree", Sender: "bob", Receivers: []string{"alice"}, ConversationID: conv, Protocol: "fipa-request"})
+	require.NoError(t, alice.Deliver("bob", &forms.Message{Performative: "agree", Sender: "bob", Receivers: []string{"alice"}, ConversationID: conv, Protocol: "fipa-request"}))
 	w.settle()
 	assert.Equal(t, []engine.ErrorCode{engine.CodeStaleDecision, engine.CodeLate}, w.rec.codes())
 }
 
 func TestManagerRetentionAndSweep(t *testing.T) {
 	w := newWorld(t)
-	alice := w.agent("alice", script{"start": {Choice: "request"}}, engine.WithRetention(time.Minute))
+	alice := w.agent("alice", script{"start": {Choice: "request"}}, agent.WithRetention(time.Minute))
 	w.agent("bob", script{"requested": {Choice: "refuse"}})
 	ctx := context.Background()
-	conv, err := alice.Start(ctx, "fipa-request", "Initiator", map[string][]string{"Participant": {"bob"}}, nil)
+	conv, err := alice.Start(ctx, agent.StartRequest{Policy: "fipa-request", Role: "Initiator", Peers: map[string][]string{"Participant": {"bob"}}})
 	require.NoError(t, err)
 	w.settle()
 	_, err = alice.Wait(ctx, conv)
@@ -268,18 +270,18 @@ func TestManagerRetentionAndSweep(t *testing.T) {
 	assert.Equal(t, 1, alice.Len())
 
 	late := &forms.Message{Performative: "agree", Sender: "bob", Receivers: []string{"alice"}, ConversationID: conv, Protocol: "fipa-request"}
-	w.bus.Send(ctx, late)
+	require.NoError(t, alice.Deliver("bob", late))
 	w.settle()
 	assert.Equal(t, []engine.ErrorCode{engine.CodeEnded}, w.rec.codes(), "within retention: conversation ended")
 
 	w.clock.Advance(2 * time.Minute)
 	w.settle()
 	assert.Equal(t, 0, alice.Len(), "swept")
-	w.bus.Send(ctx, late)
+	require.NoError(t, alice.Deliver("bob", late))
 	w.settle()
 	assert.Equal(t, []engine.ErrorCode{engine.CodeEnded, engine.CodeUnknownConversation}, w.rec.codes(), "after the sweep: unknown")
 	_, err = alice.Wait(ctx, conv)
-	assert.ErrorIs(t, err, engine.ErrNoConversation)
+	assert.ErrorIs(t, err, agent.ErrNoConversation)
 }
 
 func TestManagerConcurrentConversations(t *testing.T) {
@@ -296,7 +298,7 @@ func TestManagerConcurrentConversations(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range each {
-				conv, err := alice.Start(ctx, "fipa-request", "Initiator", map[string][]string{"Participant": {"bob"}}, nil)
+				conv, err := alice.Start(ctx, agent.StartRequest{Policy: "fipa-request", Role: "Initiator", Peers: map[string][]string{"Participant": {"bob"}}})
 				if err != nil {
 					errs <- err
 					continue
@@ -362,7 +364,7 @@ func TestManagerRunsAChildPolicy(t *testing.T) {
 	require.NoError(t, buyer.Register(p))
 	require.NoError(t, seller.Register(p))
 	ctx := context.Background()
-	conv, err := buyer.Start(ctx, "shop", "Buyer", map[string][]string{"Seller": {"seller"}}, nil)
+	conv, err := buyer.Start(ctx, agent.StartRequest{Policy: "shop", Role: "Buyer", Peers: map[string][]string{"Seller": {"seller"}}})
 	require.NoError(t, err)
 	w.settle()
 	outcome, err := buyer.Wait(ctx, conv)
@@ -376,21 +378,21 @@ func TestManagerRunsAChildPolicy(t *testing.T) {
 
 func TestManagerRejectsMessagesThatOpenNothing(t *testing.T) {
 	w := newWorld(t)
-	w.agent("alice", nil, engine.WithNotUnderstood())
-	ctx := context.Background()
+	alice := w.agent("alice", nil, agent.WithNotUnderstood())
 	var bobGot []*forms.Message
 	var mu sync.Mutex
-	bob := engine.NewManager("bob", engine.WithLogger(quiet), engine.WithClock(w.clock), engine.WithObserver(func(o engine.Observation) {
+	bob, err := agent.NewManager("bob", agent.WithLogger(quiet), agent.WithClock(w.clock), agent.WithObserver(func(o agent.Observation) {
 		if pe, ok := o.Event.(*engine.ProtocolErrorEvent); ok && pe.Code == engine.CodeUnknownConversation {
 			mu.Lock()
 			bobGot = append(bobGot, pe.Message)
 			mu.Unlock()
 		}
 	}))
-	defer bob.Close()
-	w.bus.Connect(bob)
-	require.NoError(t, w.bus.Send(ctx, &forms.Message{Performative: "request", Sender: "bob", Receivers: []string{"alice"}}))
-	require.NoError(t, w.bus.Send(ctx, &forms.Message{Performative: "request", Sender: "bob", Receivers: []string{"alice"}, ConversationID: "x", Protocol: "no-such-protocol"}))
+	defer bob.Close(context.Background())
+	require.NoError(t, err)
+	require.NoError(t, w.bus.Connect(bob))
+	require.NoError(t, alice.Deliver("bob", &forms.Message{Performative: "request", Sender: "bob", Receivers: []string{"alice"}}))
+	require.NoError(t, alice.Deliver("bob", &forms.Message{Performative: "request", Sender: "bob", Receivers: []string{"alice"}, ConversationID: "x", Protocol: "no-such-protocol"}))
 	w.settle()
 	codes := w.rec.codes()
 	assert.Equal(t, []engine.ErrorCode{engine.CodeUnknownConversation, engine.CodeUnknownConversation}, codes)
@@ -407,27 +409,33 @@ func TestManagerRejectsMessagesThatOpenNothing(t *testing.T) {
 	assert.Equal(t, "not-understood", bobGot[0].Performative)
 }
 
-func TestManagerReportsSendFailures(t *testing.T) {
+func TestManagerAbortsAConversationWhoseSendFails(t *testing.T) {
 	w := newWorld(t)
 	alice := w.agent("alice", script{"start": {Choice: "request"}})
 	ctx := context.Background()
-	_, err := alice.Start(ctx, "fipa-request", "Initiator", map[string][]string{"Participant": {"nobody"}}, nil)
+	conv, err := alice.Start(ctx, agent.StartRequest{Policy: "fipa-request", Role: "Initiator", Peers: map[string][]string{"Participant": {"nobody"}}})
 	require.NoError(t, err)
 	w.settle()
+	outcome, err := alice.Wait(ctx, conv)
+	assert.Equal(t, engine.OutcomeAborted, outcome)
+	var abort *agent.AbortError
+	require.ErrorAs(t, err, &abort)
+	assert.ErrorIs(t, err, agent.ErrAborted)
+	assert.Contains(t, abort.Reason, "send failed")
 	w.rec.mu.Lock()
 	defer w.rec.mu.Unlock()
 	require.Len(t, w.rec.failures, 1)
-	assert.ErrorIs(t, w.rec.failures[0], engine.ErrNoSuchAgent)
+	assert.ErrorIs(t, w.rec.failures[0], agent.ErrNoSuchAgent)
 }
 
 func TestManagerJournalConformsToThePolicy(t *testing.T) {
 	w := newWorld(t)
 	var buf strings.Builder
 	j := trace.NewWriter(&buf)
-	alice := w.agent("alice", script{"start": {Choice: "request", ReplyBy: mt0.Add(time.Minute)}}, engine.WithJournal(j, false))
-	w.agent("bob", script{"requested": {Choice: "agree"}, "agreed": {Choice: "failure", Content: map[string]any{"reason": "out of paint"}}}, engine.WithJournal(j, false))
+	alice := w.agent("alice", script{"start": {Choice: "request", ReplyBy: mt0.Add(time.Minute)}}, agent.WithJournal(j, false))
+	w.agent("bob", script{"requested": {Choice: "agree"}, "agreed": {Choice: "failure", Content: map[string]any{"reason": "out of paint"}}}, agent.WithJournal(j, false))
 	ctx := context.Background()
-	conv, err := alice.Start(ctx, "fipa-request", "Initiator", map[string][]string{"Participant": {"bob"}}, nil)
+	conv, err := alice.Start(ctx, agent.StartRequest{Policy: "fipa-request", Role: "Initiator", Peers: map[string][]string{"Participant": {"bob"}}})
 	require.NoError(t, err)
 	w.settle()
 	_, err = alice.Wait(ctx, conv)
@@ -450,8 +458,8 @@ func TestManagerConversationSetup(t *testing.T) {
 	w := newWorld(t)
 	setup, err := policies.Load("conversation-setup")
 	require.NoError(t, err)
-	alice := w.agent("alice", script{"fipa-request:start": {Choice: "request"}}, engine.WithSetup(setup))
-	w.agent("bob", script{"requested": {Choice: "refuse", Content: map[string]any{"reason": "no"}}}, engine.WithSetup(setup))
+	alice := w.agent("alice", script{"fipa-request:start": {Choice: "request"}}, agent.WithSetup(setup))
+	w.agent("bob", script{"requested": {Choice: "refuse", Content: map[string]any{"reason": "no"}}}, agent.WithSetup(setup))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 
@@ -459,7 +467,7 @@ func TestManagerConversationSetup(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		var err error
-		conv, err = alice.Setup(ctx, "bob", "fipa-request", "Participant", "Initiator", map[string][]string{"Participant": {"bob"}}, nil)
+		conv, err = alice.Setup(ctx, "bob", "Participant", agent.StartRequest{Policy: "fipa-request", Role: "Initiator", Peers: map[string][]string{"Participant": {"bob"}}})
 		done <- err
 	}()
 	for {
@@ -472,7 +480,7 @@ func TestManagerConversationSetup(t *testing.T) {
 			assert.Equal(t, "refused", outcome)
 			assert.Equal(t, []string{"alice:propose", "bob:accept-proposal", "alice:request", "bob:refuse"}, w.rec.performatives())
 
-			_, err = alice.Setup(ctx, "bob", "fipa-query", "Initiator", "Participant", map[string][]string{"Initiator": {"bob"}}, nil)
+			_, err = alice.Setup(ctx, "bob", "Initiator", agent.StartRequest{Policy: "fipa-query", Role: "Participant", Peers: map[string][]string{"Initiator": {"bob"}}})
 			require.Error(t, err, "bob does not open fipa-query as Initiator")
 			assert.Contains(t, err.Error(), "declined")
 			return

@@ -1,5 +1,5 @@
 //go:build !race
 
-package engine_test
+package agent_test
 
 const raceEnabled = false

@@ -1,0 +1,558 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"strings"
+	"time"
+
+	"github.com/parleyhq/parley/decision"
+	"github.com/parleyhq/parley/engine"
+	"github.com/parleyhq/parley/forms"
+	"github.com/parleyhq/parley/policy"
+)
+
+type conversation struct {
+	id     string
+	h      *engine.Handler
+	timers []*timer
+	// opener is the peer that opened the conversation here, counted
+	// against Limits.MaxPerPeer while the conversation lives.
+	opener string
+	// A child conversation knows its parent and the session and epoch to
+	// report its end to.
+	parent        *conversation
+	parentSession string
+	parentEpoch   uint64
+	children      int
+	endedAt       time.Time
+	outcome       string
+	abortReason   string
+	waiters       []chan waitResult
+	// decisions holds the timeout of each decision being decided.
+	decisions map[uint64]ClockTimer
+}
+
+func (c *conversation) result() waitResult {
+	if c.abortReason != "" {
+		return waitResult{outcome: c.outcome, err: &AbortError{Conversation: c.id, Reason: c.abortReason}}
+	}
+	return waitResult{outcome: c.outcome}
+}
+
+func noConversation(id string) error {
+	return fmt.Errorf("%w: %s", ErrNoConversation, policy.Quote(id))
+}
+
+func (w *worker) add(c *conversation) {
+	w.convs[c.id] = c
+	w.m.total.Add(1)
+}
+
+func (w *worker) remove(id string) {
+	delete(w.convs, id)
+	w.m.total.Add(-1)
+}
+
+// start creates a conversation and starts its handler.
+func (w *worker) start(id string, req *startReq, now time.Time) error {
+	m := w.m
+	if w.convs[id] != nil {
+		return fmt.Errorf("%w: %s", ErrConversationExists, policy.Quote(id))
+	}
+	if m.total.Load() >= int64(m.o.limits.MaxConversations) {
+		return ErrLimit
+	}
+	var opts []engine.HandlerOption
+	for role, agents := range req.peers {
+		opts = append(opts, engine.WithPeers(role, agents...))
+	}
+	if req.data != nil {
+		opts = append(opts, engine.WithContent(req.data))
+	}
+	h, err := req.prog.NewHandler(id, m.self, opts...)
+	if err != nil {
+		return err
+	}
+	c := &conversation{id: id, h: h}
+	w.add(c)
+	w.log(c, slog.LevelInfo, "conversation started")
+	q := w.getQueue()
+	defer w.putQueue(q)
+	if err := h.Start(now, q); err != nil {
+		return err
+	}
+	w.dispatch(c, q, now)
+	return nil
+}
+
+// message routes an inbound message to its conversation, or starts one.
+func (w *worker) message(msg *forms.Message, now time.Time) {
+	m := w.m
+	c := w.convs[msg.ConversationID]
+	if c == nil {
+		if c = w.accept(msg, now); c == nil {
+			return
+		}
+	}
+	if m.o.journal != nil && m.o.journalReceived {
+		w.record(c, now, msg)
+	}
+	w.process(c, &engine.MessageEvent{At: now, Message: msg}, now)
+}
+
+// accept starts a conversation for a message that opens one: its protocol
+// names a policy this agent accepts conversations of, or its id was
+// agreed through conversation-setup with its sender. Otherwise, or when a
+// limit is reached, it reports the message and returns nil.
+func (w *worker) accept(msg *forms.Message, now time.Time) *conversation {
+	m := w.m
+	if msg.ConversationID == "" || isChild(msg.ConversationID) {
+		w.unknown(msg, nil, now)
+		return nil
+	}
+	m.mu.Lock()
+	var prog *engine.Program
+	if a, ok := m.agreed[msg.ConversationID]; ok && a.peer == msg.Sender {
+		prog = a.prog
+		delete(m.agreed, msg.ConversationID)
+	} else {
+		prog = m.responders[msg.Protocol]
+	}
+	m.mu.Unlock()
+	if prog == nil || !prog.Opens(msg) {
+		w.unknown(msg, prog, now)
+		return nil
+	}
+	if reason := m.admit(msg); reason != "" {
+		w.report(msg, engine.CodeRefused, reason, now)
+		return nil
+	}
+	h, err := prog.NewHandler(msg.ConversationID, m.self)
+	if err != nil {
+		m.release(msg.Sender)
+		w.report(msg, engine.CodeUnknownConversation, err.Error(), now)
+		return nil
+	}
+	c := &conversation{id: msg.ConversationID, h: h, opener: msg.Sender}
+	w.add(c)
+	w.log(c, slog.LevelInfo, "conversation accepted", "from", clipAttr(msg.Sender))
+	q := w.getQueue()
+	defer w.putQueue(q)
+	_ = h.Start(now, q) // a new handler always starts
+	w.dispatch(c, q, now)
+	return c
+}
+
+// admit counts a new conversation opened by msg's sender against the
+// limits, or says why it is refused.
+func (m *Manager) admit(msg *forms.Message) string {
+	l := m.o.limits
+	if m.total.Load() >= int64(l.MaxConversations) {
+		return fmt.Sprintf("%s from %s would open conversation %s, but %s holds %d conversations (the limit)",
+			policy.Quote(msg.Performative), policy.Quote(msg.Sender), policy.Quote(msg.ConversationID), m.self, l.MaxConversations)
+	}
+	m.peersMu.Lock()
+	defer m.peersMu.Unlock()
+	if n := m.opened[msg.Sender]; n >= l.MaxPerPeer {
+		return fmt.Sprintf("%s from %s would open conversation %s, but %s already has %d open with %s (the limit per peer)",
+			policy.Quote(msg.Performative), policy.Quote(msg.Sender), policy.Quote(msg.ConversationID), policy.Quote(msg.Sender), n, m.self)
+	}
+	m.opened[msg.Sender]++
+	return ""
+}
+
+// release gives back what admit counted for peer.
+func (m *Manager) release(peer string) {
+	m.peersMu.Lock()
+	defer m.peersMu.Unlock()
+	if m.opened[peer]--; m.opened[peer] <= 0 {
+		delete(m.opened, peer)
+	}
+}
+
+// unknown reports a message that reaches no conversation and opens none,
+// and answers it with not-understood when the manager is set to.
+func (w *worker) unknown(msg *forms.Message, prog *engine.Program, now time.Time) {
+	m := w.m
+	perf, from, id := policy.Quote(msg.Performative), policy.Quote(msg.Sender), policy.Quote(msg.ConversationID)
+	reason := fmt.Sprintf("%s from %s is for conversation %s, which %s does not know", perf, from, id, m.self)
+	switch {
+	case isChild(msg.ConversationID):
+		reason += ", and a child conversation is only started by its parent"
+	case msg.ConversationID == "" && msg.Protocol == "":
+		reason = fmt.Sprintf("%s from %s has neither a conversation id nor a protocol, so it belongs to no conversation", perf, from)
+	case msg.ConversationID == "":
+		reason = fmt.Sprintf("%s from %s has no conversation id and does not open a conversation of %s", perf, from, policy.Quote(msg.Protocol))
+	case prog != nil:
+		reason += fmt.Sprintf(", and a %s does not open a conversation of %s", perf, policy.Quote(msg.Protocol))
+	case msg.Protocol != "":
+		reason += fmt.Sprintf(", and %s accepts no new conversations of protocol %s", m.self, policy.Quote(msg.Protocol))
+	default:
+		reason += " and names no protocol to start one"
+	}
+	w.report(msg, engine.CodeUnknownConversation, reason, now)
+	if m.o.notUnderstood && msg.Performative != "not-understood" {
+		reply := &forms.Message{
+			Performative: "not-understood", Sender: m.self, Receivers: []string{msg.Sender},
+			ConversationID: msg.ConversationID, InReplyTo: msg.ReplyWith, Protocol: msg.Protocol,
+			Content: map[string]any{"reason": reason}, Language: "json",
+		}
+		w.out.send("", reply)
+	}
+}
+
+// report logs and observes a protocol error no handler produced.
+func (w *worker) report(msg *forms.Message, code engine.ErrorCode, reason string, now time.Time) {
+	m := w.m
+	m.o.logger.Warn(reason, "agent", m.self, "conversation", clipAttr(msg.ConversationID), "code", string(code))
+	if m.o.observer != nil {
+		pe := &engine.ProtocolErrorEvent{At: now, Code: code, Reason: reason, Message: msg}
+		m.observe(Observation{Agent: m.self, Conversation: msg.ConversationID, Event: pe, Err: errors.New(reason)})
+	}
+}
+
+// isChild reports whether id names a child conversation: those are never
+// accepted from a message, only started by the parent's LoadCPEvent.
+func isChild(id string) bool { return strings.Contains(id, "/") }
+
+// process feeds one input event to c's handler and dispatches the outputs.
+func (w *worker) process(c *conversation, ev engine.Event, now time.Time) {
+	m := w.m
+	if m.o.observer != nil {
+		w.observe(c, ev, true, nil)
+	}
+	q := w.getQueue()
+	defer w.putQueue(q)
+	if err := c.h.Process(ev, q); err != nil {
+		w.log(c, slog.LevelError, "processing failed", "error", err)
+		return
+	}
+	w.dispatch(c, q, now)
+}
+
+func (w *worker) observe(c *conversation, ev engine.Event, input bool, err error) {
+	prog := c.h.Program()
+	w.m.observe(Observation{Agent: w.m.self, Conversation: c.id, Policy: prog.Policy().Name, Role: prog.Role(), Input: input, Event: ev, Err: err})
+}
+
+// dispatch carries out a handler's outputs: messages go to the sender,
+// timers to the worker's timers, decisions to decision logic, children
+// are started and ends are reported.
+func (w *worker) dispatch(c *conversation, q *engine.Queue, now time.Time) {
+	m := w.m
+	var stack [2]pendingDecision
+	decisions := stack[:0]
+	for _, ev := range q.Events() {
+		if me, ok := ev.(*engine.MessageEvent); ok {
+			// The queue reuses its messages: send and show a copy.
+			msg := new(forms.Message)
+			*msg = *me.Message
+			me.Message = msg
+		}
+		if m.o.observer != nil {
+			w.observe(c, ev, false, nil)
+		}
+		switch e := ev.(type) {
+		case *engine.MessageEvent:
+			w.send(c, e.Message, now)
+		case *engine.TimerEvent:
+			w.timers.apply(c, e, now)
+		case *engine.DecisionEvent:
+			decisions = append(decisions, pendingDecision{ticket: e.Ticket, req: e.Request})
+		case *engine.LoadCPEvent:
+			w.startChild(c, e, now)
+		case *engine.CPDoneEvent:
+			w.ended(c, e, now)
+		case *engine.ProtocolErrorEvent:
+			if m.o.logger.Enabled(context.Background(), slog.LevelWarn) {
+				w.log(c, slog.LevelWarn, e.Reason, "code", string(e.Code), "session", clipAttr(e.Session))
+			}
+		case *engine.CommitmentEvent:
+			if m.o.logger.Enabled(context.Background(), slog.LevelDebug) {
+				w.log(c, slog.LevelDebug, "commitment "+string(e.State), "commitment", e.Name, "debtor", e.Debtor, "creditor", e.Creditor)
+			}
+		}
+	}
+	for i := range decisions {
+		w.decide(c, &decisions[i], now)
+	}
+}
+
+func (w *worker) send(c *conversation, msg *forms.Message, now time.Time) {
+	m := w.m
+	if m.o.journal != nil {
+		w.record(c, now, msg)
+	}
+	if m.o.logger.Enabled(context.Background(), slog.LevelDebug) {
+		w.log(c, slog.LevelDebug, "send "+msg.Performative, "to", msg.Receivers)
+	}
+	w.out.send(c.id, msg)
+}
+
+func (w *worker) record(c *conversation, at time.Time, msg *forms.Message) {
+	if err := w.m.o.journal.Write(at, msg); err != nil {
+		w.log(c, slog.LevelError, "journal write failed", "error", err)
+	}
+}
+
+// pendingDecision is a decision a handler asked for, copied out of the
+// queue (which the decision's own processing reuses).
+type pendingDecision struct {
+	ticket uint64
+	req    decision.Request
+}
+
+// decide asks decision logic for a decision: the manager's own
+// conversation-setup logic, then the decider, then the policy's decide
+// expressions, then the application through WithAsyncDecisions. The
+// decider and the hand-off run on a goroutine of their own, bounded by
+// Limits.DecisionTimeout; without them the decision is taken here.
+func (w *worker) decide(c *conversation, d *pendingDecision, now time.Time) {
+	m := w.m
+	if c.h.Done() {
+		return
+	}
+	req := &d.req
+	prog := c.h.Program()
+	if m.setup != nil && prog.Policy() == m.o.setup {
+		if a, err := m.setupDecision(req, c.opener); !errors.Is(err, decision.ErrNoDecision) {
+			w.decidedNow(c, d.ticket, req.Point, a, err, now)
+			return
+		}
+	}
+	m.mu.RLock()
+	bound := m.bound[prog.Policy().Name]
+	m.mu.RUnlock()
+	if m.o.decider == nil && m.o.async == nil {
+		a, err := decision.Answer{}, decision.ErrNoDecision
+		if bound != nil {
+			a, err = bound.Decide(context.Background(), req)
+		}
+		w.decidedNow(c, d.ticket, req.Point, a, err, now)
+		return
+	}
+	// The decider gets its own copy of what the worker may change later.
+	own := copyRequest(req)
+	ticket, id := d.ticket, c.id
+	if c.decisions == nil {
+		c.decisions = map[uint64]ClockTimer{}
+	}
+	c.decisions[ticket] = m.o.clock.AfterFunc(m.o.limits.DecisionTimeout, func() {
+		_ = w.push(input{kind: inDecisionTimeout, conv: id, ticket: ticket}, false)
+	})
+	m.inflight.Add(1)
+	go func() {
+		defer m.inflight.Add(-1)
+		x := &inputExtra{point: own.Point}
+		x.answer, x.err, x.abort = m.runDecision(id, ticket, own, bound)
+		_ = w.push(input{kind: inDecided, conv: id, ticket: ticket, extra: x}, false)
+	}()
+}
+
+// runDecision runs the decider, the policy's decide expressions and the
+// async hand-off for one decision, off the worker. It reports the answer,
+// or the error and whether it must abort the conversation (a panic).
+func (m *Manager) runDecision(id string, ticket uint64, req *decision.Request, bound decision.Decider) (a decision.Answer, err error, abort bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			a, err, abort = decision.Answer{}, fmt.Errorf("decision logic panicked: %s", clipAttr(fmt.Sprint(r))), true
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), m.o.limits.DecisionTimeout)
+	defer cancel()
+	err = decision.ErrNoDecision
+	if m.o.decider != nil {
+		a, err = m.o.decider.Decide(ctx, req)
+	}
+	if errors.Is(err, decision.ErrNoDecision) && bound != nil {
+		a, err = bound.Decide(ctx, req)
+	}
+	if errors.Is(err, decision.ErrNoDecision) && m.o.async != nil {
+		m.o.async(DecisionRequest{Conversation: id, Ticket: ticket, Request: *req})
+		return decision.Answer{}, errAsync, false
+	}
+	return a, err, false
+}
+
+// errAsync marks a decision handed to the application.
+var errAsync = errors.New("agent: decision handed to the application")
+
+// copyRequest returns a copy of req whose maps the worker does not share:
+// vars and sessions are copied; content is shared, and read-only.
+func copyRequest(req *decision.Request) *decision.Request {
+	cp := *req
+	cp.Vars = maps.Clone(req.Vars)
+	cp.Choices = append([]string(nil), req.Choices...)
+	if req.Sessions != nil {
+		cp.Sessions = make([]decision.Session, len(req.Sessions))
+		for i, s := range req.Sessions {
+			s.Vars = maps.Clone(s.Vars)
+			s.Choices = append([]string(nil), s.Choices...)
+			cp.Sessions[i] = s
+		}
+	}
+	return &cp
+}
+
+// decided takes the result of decision logic that ran off the worker.
+func (w *worker) decided(c *conversation, ticket uint64, x *inputExtra, now time.Time) {
+	if t, ok := c.decisions[ticket]; ok {
+		if !errors.Is(x.err, errAsync) {
+			t.Stop()
+			delete(c.decisions, ticket)
+		}
+	}
+	switch {
+	case x.abort:
+		w.abort(c, x.err.Error(), now)
+	case errors.Is(x.err, errAsync):
+	default:
+		w.decidedNow(c, ticket, x.point, x.answer, x.err, now)
+	}
+}
+
+// decidedNow applies a decision's answer, or reports why there is none.
+// An error from decision logic aborts the conversation while the
+// decision is still awaited. No decision (decision.ErrNoDecision) leaves
+// the point waiting: the policy's timers bound that wait; it is logged
+// as a failure unless the point also waits for a peer (the cancel a
+// Request initiator may send while it waits) or offers no choice.
+func (w *worker) decidedNow(c *conversation, ticket uint64, point string, a decision.Answer, err error, now time.Time) {
+	if c.h.Done() || err == nil {
+		if err == nil {
+			w.answer(c, ticket, a, now)
+		}
+		return
+	}
+	if errors.Is(err, decision.ErrNoDecision) {
+		if !c.h.Program().Receives(point) && c.h.Awaits(ticket) {
+			w.log(c, slog.LevelError, "no decision logic decides this point", "point", point)
+			if w.m.o.observer != nil {
+				w.observe(c, &engine.DecisionEvent{At: now, Ticket: ticket}, false, err)
+			}
+		}
+		return
+	}
+	w.log(c, slog.LevelError, "decision failed", "point", point, "error", err)
+	if w.m.o.observer != nil {
+		w.observe(c, &engine.DecisionEvent{At: now, Ticket: ticket}, false, err)
+	}
+	if c.h.Awaits(ticket) {
+		w.abort(c, "decision failed: "+err.Error(), now)
+	}
+}
+
+// answer feeds an answer to its conversation.
+func (w *worker) answer(c *conversation, ticket uint64, a decision.Answer, now time.Time) {
+	if t, ok := c.decisions[ticket]; ok {
+		t.Stop()
+		delete(c.decisions, ticket)
+	}
+	ev := &w.answerEv
+	*ev = engine.DecisionEvent{At: now, Ticket: ticket, Answer: a}
+	w.process(c, ev, now)
+}
+
+// decisionTimedOut aborts a conversation whose decision is still awaited
+// when its time is up.
+func (w *worker) decisionTimedOut(c *conversation, ticket uint64, now time.Time) {
+	if _, ok := c.decisions[ticket]; !ok {
+		return
+	}
+	delete(c.decisions, ticket)
+	if c.h.Awaits(ticket) {
+		w.abort(c, fmt.Sprintf("decision logic did not answer within %s", w.m.o.limits.DecisionTimeout), now)
+	}
+}
+
+// abort ends a conversation the manager cannot carry on.
+func (w *worker) abort(c *conversation, reason string, now time.Time) {
+	if c.h.Done() {
+		return
+	}
+	w.log(c, slog.LevelError, "conversation aborted", "reason", reason)
+	c.abortReason = reason
+	q := w.getQueue()
+	defer w.putQueue(q)
+	if err := c.h.Abort(now, reason, q); err != nil {
+		w.log(c, slog.LevelError, "abort failed", "error", err)
+		return
+	}
+	w.dispatch(c, q, now)
+}
+
+// startChild runs a child policy for a LoadCPEvent. Both sides of a
+// conversation enter the in-child state on the same message, so they
+// derive the same child conversation id.
+func (w *worker) startChild(c *conversation, e *engine.LoadCPEvent, now time.Time) {
+	m := w.m
+	c.children++
+	id := fmt.Sprintf("%s/%s#%d", c.id, e.Policy, c.children)
+	prog, err := m.program(e.Policy, e.Role)
+	if err == nil && m.total.Load() >= int64(m.o.limits.MaxConversations) {
+		err = ErrLimit
+	}
+	var h *engine.Handler
+	if err == nil {
+		var opts []engine.HandlerOption
+		for role, agent := range e.Roles {
+			if role != e.Role && agent != "" {
+				opts = append(opts, engine.WithPeers(role, agent))
+			}
+		}
+		h, err = prog.NewHandler(id, m.self, opts...)
+	}
+	if err != nil {
+		w.abort(c, fmt.Sprintf("cannot start child policy %s: %v", policy.Quote(e.Policy), err), now)
+		return
+	}
+	child := &conversation{id: id, h: h, parent: c, parentSession: e.Session, parentEpoch: e.Epoch}
+	w.add(child)
+	w.log(child, slog.LevelInfo, "child conversation started", "parent", c.id)
+	q := w.getQueue()
+	defer w.putQueue(q)
+	_ = h.Start(now, q) // a new handler always starts
+	w.dispatch(child, q, now)
+}
+
+// ended records a conversation's end and reports a child's to its parent.
+func (w *worker) ended(c *conversation, e *engine.CPDoneEvent, now time.Time) {
+	c.outcome, c.endedAt = e.Outcome, now
+	w.timers.clear(c)
+	for _, t := range c.decisions {
+		t.Stop()
+	}
+	c.decisions = nil
+	if c.opener != "" {
+		w.m.release(c.opener)
+	}
+	res := c.result()
+	for _, ch := range c.waiters {
+		ch <- res
+	}
+	c.waiters = nil
+	w.log(c, slog.LevelInfo, "conversation ended", "outcome", e.Outcome)
+	if p := c.parent; p != nil && !p.h.Done() {
+		w.process(p, &engine.CPDoneEvent{At: now, Policy: c.h.Program().Policy().Name, Outcome: e.Outcome, Session: c.parentSession, Epoch: c.parentEpoch}, now)
+	}
+}
+
+func (w *worker) log(c *conversation, level slog.Level, msg string, args ...any) {
+	m := w.m
+	if !m.o.logger.Enabled(context.Background(), level) {
+		return
+	}
+	state := ""
+	if peers := c.h.Sessions(); peers == nil {
+		state = c.h.State("")
+	} else {
+		state = fmt.Sprintf("%d sessions", len(peers))
+	}
+	prog := c.h.Program()
+	attrs := append([]any{"agent", m.self, "conversation", c.id, "policy", prog.Policy().Name, "role", prog.Role(), "state", state}, args...)
+	m.o.logger.Log(context.Background(), level, clipAttr(msg), attrs...)
+}

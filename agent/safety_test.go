@@ -1,0 +1,403 @@
+package agent_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/parleyhq/parley/agent"
+	"github.com/parleyhq/parley/decision"
+	"github.com/parleyhq/parley/engine"
+	"github.com/parleyhq/parley/forms"
+	"github.com/parleyhq/parley/policies"
+	"github.com/parleyhq/parley/policy"
+)
+
+// Regression tests for the ways a misbehaving peer or plug-in could
+// confuse, stall or hijack the runtime. Each names what broke.
+
+func bobOfRequest() script {
+	return script{"requested": {Choice: "agree"}, "agreed": {Choice: "inform-result", Content: map[string]any{"result": 1}}}
+}
+
+func TestMessageWithoutConversationIDOpensAConversationThatCanBeFoundAgain(t *testing.T) {
+	w := newWorld(t)
+	// Several workers: the conversation used to be stored on the
+	// sender's worker under a new id and looked up on another.
+	bob := w.agent("bob", script{"requested": {Choice: "agree"}}, agent.WithWorkers(4))
+	w.agent("alice", nil)
+	for i := range 8 {
+		req := &forms.Message{Performative: "request", Sender: "alice", Receivers: []string{"bob"}, Protocol: "fipa-request",
+			ReplyWith: "r" + string(rune('a'+i)), Content: map[string]any{"action": "x"}}
+		require.NoError(t, bob.Deliver("alice", req))
+		assert.Empty(t, req.ConversationID, "the delivered message is not modified")
+	}
+	w.settle()
+	w.rec.mu.Lock()
+	var ids []string
+	for _, m := range w.rec.sent {
+		if m.Sender == "bob" && m.Performative == "agree" {
+			ids = append(ids, m.ConversationID)
+		}
+	}
+	w.rec.mu.Unlock()
+	require.Len(t, ids, 8)
+	ctx := context.Background()
+	for _, id := range ids {
+		require.NotEmpty(t, id)
+		st, err := bob.Status(ctx, id)
+		require.NoError(t, err, "bob finds the conversation under the id his reply carried")
+		assert.Equal(t, "agreed", st.States[""])
+		// The peer's cancel, under the id it learned, reaches it.
+		require.NoError(t, bob.Deliver("alice", &forms.Message{Performative: "cancel", Sender: "alice", Receivers: []string{"bob"}, ConversationID: id, Protocol: "fipa-request"}))
+	}
+	w.settle()
+	for _, id := range ids {
+		st, err := bob.Status(ctx, id)
+		require.NoError(t, err)
+		assert.NotEqual(t, "agreed", st.States[""], "the cancel moved the conversation on")
+	}
+}
+
+func TestBroadcastWithoutConversationIDIsNotModified(t *testing.T) {
+	w := newWorld(t)
+	bob := w.agent("bob", script{"requested": {Choice: "agree"}})
+	carol := w.agent("carol", script{"requested": {Choice: "agree"}})
+	w.agent("alice", nil)
+	msg := &forms.Message{Performative: "request", Sender: "alice", Receivers: []string{"bob", "carol"}, Protocol: "fipa-request", Content: map[string]any{"action": "x"}}
+	var wg sync.WaitGroup
+	for _, m := range []*agent.Manager{bob, carol} {
+		wg.Go(func() { assert.NoError(t, m.Deliver("alice", msg)) })
+	}
+	wg.Wait()
+	w.settle()
+	assert.Empty(t, msg.ConversationID, "the shared message is not written to (the race detector checks the rest)")
+	assert.Equal(t, 2, bob.Len()+carol.Len())
+}
+
+func TestConversationIDsAreUnguessableAndDoNotRepeatAcrossRestarts(t *testing.T) {
+	seen := map[string]bool{}
+	for range 2 { // the same agent, started twice
+		w := newWorld(t)
+		alice := w.agent("alice", script{"start": {Choice: "request"}})
+		w.agent("bob", bobOfRequest())
+		for range 5 {
+			id, err := alice.Start(context.Background(), agent.StartRequest{Policy: "fipa-request", Role: "Initiator", Peers: map[string][]string{"Participant": {"bob"}}})
+			require.NoError(t, err)
+			assert.False(t, seen[id], "id %s repeats", id)
+			seen[id] = true
+			assert.True(t, strings.HasPrefix(id, "alice-"))
+			assert.GreaterOrEqual(t, len(id)-len("alice-"), 26, "128 random bits")
+		}
+	}
+	assert.NotContains(t, seen, "alice-1")
+}
+
+func TestCallerChosenIDsAreAllowedAndUnique(t *testing.T) {
+	w := newWorld(t)
+	alice := w.agent("alice", script{"start": {Choice: "request"}})
+	w.agent("bob", bobOfRequest())
+	ctx := context.Background()
+	r := agent.StartRequest{ID: "order-7", Policy: "fipa-request", Role: "Initiator", Peers: map[string][]string{"Participant": {"bob"}}}
+	id, err := alice.Start(ctx, r)
+	require.NoError(t, err)
+	assert.Equal(t, "order-7", id)
+	_, err = alice.Start(ctx, r)
+	assert.ErrorIs(t, err, agent.ErrConversationExists)
+}
+
+func TestAThirdAgentCannotEnterOrPreemptAConversation(t *testing.T) {
+	w := newWorld(t)
+	alice := w.agent("alice", script{"start": {Choice: "request"}})
+	bob := w.agent("bob", nil, agent.WithAsyncDecisions(func(agent.DecisionRequest) {}))
+	w.agent("mallory", nil)
+	ctx := context.Background()
+	conv, err := alice.Start(ctx, agent.StartRequest{Policy: "fipa-request", Role: "Initiator", Peers: map[string][]string{"Participant": {"bob"}}})
+	require.NoError(t, err)
+	w.settle()
+
+	// mallory speaks into the conversation alice opened with bob: to bob
+	// as if she were the Initiator, and to alice as if she were the
+	// Participant.
+	require.NoError(t, bob.Deliver("mallory", &forms.Message{Performative: "cancel", Sender: "mallory", Receivers: []string{"bob"}, ConversationID: conv, Protocol: "fipa-request"}))
+	require.NoError(t, alice.Deliver("mallory", &forms.Message{Performative: "refuse", Sender: "mallory", Receivers: []string{"alice"}, ConversationID: conv, Protocol: "fipa-request"}))
+	// and tries to open a conversation under the id already in use.
+	require.NoError(t, bob.Deliver("mallory", &forms.Message{Performative: "request", Sender: "mallory", Receivers: []string{"bob"}, ConversationID: conv, Protocol: "fipa-request"}))
+	w.settle()
+	codes := w.rec.codes()
+	require.Len(t, codes, 3, "each attempt is a protocol error")
+	assert.Equal(t, []engine.ErrorCode{engine.CodeUnknownAgent, engine.CodeUnknownAgent}, codes[:2])
+	for _, m := range []*agent.Manager{alice, bob} {
+		st, err := m.Status(ctx, conv)
+		require.NoError(t, err)
+		assert.False(t, st.Done, "%s's conversation is unchanged", m.Name())
+	}
+	st, _ := bob.Status(ctx, conv)
+	assert.Equal(t, "requested", st.States[""])
+}
+
+func TestTheBusRefusesAForgedSender(t *testing.T) {
+	w := newWorld(t)
+	alice := w.agent("alice", script{"start": {Choice: "request"}})
+	bob := w.agent("bob", nil, agent.WithAsyncDecisions(func(agent.DecisionRequest) {}))
+	ctx := context.Background()
+	conv, err := alice.Start(ctx, agent.StartRequest{Policy: "fipa-request", Role: "Initiator", Peers: map[string][]string{"Participant": {"bob"}}})
+	require.NoError(t, err)
+	w.settle()
+	// The transport says mallory sent a cancel that claims to be alice's.
+	forged := &forms.Message{Performative: "cancel", Sender: "alice", Receivers: []string{"bob"}, ConversationID: conv, Protocol: "fipa-request"}
+	err = bob.Deliver("mallory", forged)
+	assert.ErrorIs(t, err, agent.ErrSender)
+	w.settle()
+	st, err := bob.Status(ctx, conv)
+	require.NoError(t, err)
+	assert.Equal(t, "requested", st.States[""], "the forged cancel changed nothing")
+}
+
+func TestADeciderThatPanicsAbortsItsConversationAndTheProcessLives(t *testing.T) {
+	w := newWorld(t)
+	alice := w.agent("alice", decision.Func(func(context.Context, *decision.Request) (decision.Answer, error) {
+		panic("decider bug")
+	}))
+	w.agent("bob", bobOfRequest())
+	ctx := context.Background()
+	conv, err := alice.Start(ctx, agent.StartRequest{Policy: "fipa-request", Role: "Initiator", Peers: map[string][]string{"Participant": {"bob"}}})
+	require.NoError(t, err)
+	w.settle()
+	outcome, err := alice.Wait(ctx, conv)
+	assert.Equal(t, engine.OutcomeAborted, outcome)
+	assert.ErrorIs(t, err, agent.ErrAborted)
+	assert.Contains(t, err.Error(), "decider bug")
+}
+
+func TestADeciderThatBlocksIsBoundedByTheDecisionTimeout(t *testing.T) {
+	w := newWorld(t)
+	release := make(chan struct{})
+	defer close(release)
+	alice := w.agent("alice", decision.Func(func(ctx context.Context, _ *decision.Request) (decision.Answer, error) {
+		<-release // ignores its context
+		return decision.Answer{}, nil
+	}), agent.WithLimits(agent.Limits{DecisionTimeout: 5 * time.Second}))
+	w.agent("bob", bobOfRequest())
+	ctx := context.Background()
+	conv, err := alice.Start(ctx, agent.StartRequest{Policy: "fipa-request", Role: "Initiator", Peers: map[string][]string{"Participant": {"bob"}}})
+	require.NoError(t, err)
+	require.NoError(t, alice.Flush(ctx))
+	// Other conversations of the same worker go on meanwhile.
+	st, err := alice.Status(ctx, conv)
+	require.NoError(t, err)
+	assert.False(t, st.Done)
+	w.clock.Advance(5 * time.Second)
+	require.NoError(t, alice.Flush(ctx))
+	outcome, err := alice.Wait(ctx, conv)
+	assert.Equal(t, engine.OutcomeAborted, outcome)
+	assert.ErrorContains(t, err, "did not answer within 5s")
+}
+
+// stuckTransport blocks every Send until released, ignoring its context.
+type stuckTransport struct{ release chan struct{} }
+
+func (s stuckTransport) Send(context.Context, *forms.Message) error {
+	<-s.release
+	return errors.New("released")
+}
+
+func TestCloseReturnsByItsDeadlineWhenATransportBlocks(t *testing.T) {
+	p, err := policies.Load("fipa-request")
+	require.NoError(t, err)
+	tr := stuckTransport{release: make(chan struct{})}
+	defer close(tr.release)
+	alice, err := agent.NewManager("alice", agent.WithLogger(nil), agent.WithTransport(tr), agent.WithDecider(script{"start": {Choice: "request"}}))
+	require.NoError(t, err)
+	require.NoError(t, alice.Register(p))
+	ctx := context.Background()
+	_, err = alice.Start(ctx, agent.StartRequest{Policy: "fipa-request", Role: "Initiator", Peers: map[string][]string{"Participant": {"bob"}}})
+	require.NoError(t, err)
+	// The worker is not stalled by the stuck send.
+	require.NoError(t, alice.Flush(ctx))
+	_, err = alice.Start(ctx, agent.StartRequest{Policy: "fipa-request", Role: "Initiator", Peers: map[string][]string{"Participant": {"bob"}}})
+	require.NoError(t, err)
+
+	closeCtx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	begin := time.Now()
+	err = alice.Close(closeCtx)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Less(t, time.Since(begin), 2*time.Second)
+}
+
+func TestCallsAfterCloseReturnErrClosedAtOnce(t *testing.T) {
+	m, err := agent.NewManager("alice", agent.WithLogger(nil))
+	require.NoError(t, err)
+	require.NoError(t, m.Close(context.Background()))
+	ctx := context.Background() // no deadline: a hang fails the test by timing out
+	_, err = m.Start(ctx, agent.StartRequest{Policy: "fipa-request", Role: "Initiator"})
+	assert.ErrorIs(t, err, agent.ErrClosed)
+	_, err = m.Wait(ctx, "c")
+	assert.ErrorIs(t, err, agent.ErrClosed)
+	_, err = m.Status(ctx, "c")
+	assert.ErrorIs(t, err, agent.ErrClosed)
+	assert.ErrorIs(t, m.Flush(ctx), agent.ErrClosed)
+	assert.ErrorIs(t, m.Deliver("bob", &forms.Message{Performative: "inform", Sender: "bob"}), agent.ErrClosed)
+	assert.ErrorIs(t, m.Answer("c", 1, decision.Answer{}), agent.ErrClosed)
+	p, _ := policies.Load("fipa-request")
+	assert.ErrorIs(t, m.Register(p), agent.ErrClosed)
+	assert.NoError(t, m.Close(ctx), "closing twice is fine")
+}
+
+func TestStartRacingCloseNeverHangs(t *testing.T) {
+	p, err := policies.Load("fipa-request")
+	require.NoError(t, err)
+	for range 50 {
+		m, err := agent.NewManager("alice", agent.WithLogger(nil), agent.WithDecider(script{"start": {Choice: "request"}}))
+		require.NoError(t, err)
+		require.NoError(t, m.Register(p))
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Go(func() {
+				for range 10 {
+					ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+					id, err := m.Start(ctx, agent.StartRequest{Policy: "fipa-request", Role: "Initiator", Peers: map[string][]string{"Participant": {"bob"}}})
+					if err == nil {
+						_, err = m.Wait(ctx, id)
+					}
+					cancel()
+					assert.False(t, errors.Is(err, context.DeadlineExceeded), "a call hung")
+				}
+			})
+		}
+		wg.Go(func() { assert.NoError(t, m.Close(context.Background())) })
+		wg.Wait()
+	}
+}
+
+func TestDeliverRefusesWhenTheQueueIsFull(t *testing.T) {
+	w := newWorld(t)
+	block, entered := make(chan struct{}), make(chan struct{}, 1)
+	var once sync.Once
+	// An observer that blocks holds the worker, so inputs pile up.
+	bob := w.agent("bob", nil, agent.WithWorkers(1), agent.WithLimits(agent.Limits{MaxQueue: 3}), agent.WithObserver(func(agent.Observation) {
+		once.Do(func() { entered <- struct{}{}; <-block })
+	}))
+	msg := func() *forms.Message {
+		return &forms.Message{Performative: "inform", Sender: "alice", Receivers: []string{"bob"}, ConversationID: "nowhere"}
+	}
+	require.NoError(t, bob.Deliver("alice", msg()))
+	<-entered
+	for range 3 {
+		require.NoError(t, bob.Deliver("alice", msg()))
+	}
+	assert.ErrorIs(t, bob.Deliver("alice", msg()), agent.ErrBusy)
+	close(block)
+	w.settle()
+	assert.NoError(t, bob.Deliver("alice", msg()), "room again once the worker catches up")
+}
+
+func TestOnePeerCannotOpenUnboundedConversations(t *testing.T) {
+	w := newWorld(t)
+	bob := w.agent("bob", nil, agent.WithAsyncDecisions(func(agent.DecisionRequest) {}), agent.WithLimits(agent.Limits{MaxPerPeer: 3, MaxConversations: 5}))
+	open := func(from, id string) {
+		require.NoError(t, bob.Deliver(from, &forms.Message{Performative: "request", Sender: from, Receivers: []string{"bob"}, ConversationID: id, Protocol: "fipa-request"}))
+	}
+	for i := range 4 {
+		open("mallory", "m"+string(rune('0'+i)))
+	}
+	w.settle()
+	assert.Equal(t, 3, bob.Len(), "mallory's fourth is refused")
+	assert.Equal(t, []engine.ErrorCode{engine.CodeRefused}, w.rec.codes())
+	for i := range 3 {
+		open("carol", "c"+string(rune('0'+i)))
+	}
+	w.settle()
+	assert.Equal(t, 5, bob.Len(), "in total at most 5")
+	assert.Equal(t, []engine.ErrorCode{engine.CodeRefused, engine.CodeRefused}, w.rec.codes())
+}
+
+func TestContentIsBoundedAtTheBoundary(t *testing.T) {
+	deep := map[string]any{}
+	for cur, i := deep, 0; i < 1_000_000; i++ {
+		next := map[string]any{}
+		cur["x"] = next
+		cur = next
+	}
+	tests := []struct {
+		name    string
+		content map[string]any
+	}{
+		{"nested a million deep", deep},
+		{"NaN", map[string]any{"price": math.NaN()}},
+		{"infinity", map[string]any{"price": math.Inf(1)}},
+		{"too large", map[string]any{"s": strings.Repeat("x", 2<<20)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t)
+			bob := w.agent("bob", bobOfRequest())
+			err := bob.Deliver("alice", &forms.Message{Performative: "request", Sender: "alice", Receivers: []string{"bob"}, ConversationID: "c", Protocol: "fipa-request", Content: tt.content})
+			assert.ErrorIs(t, err, agent.ErrContent)
+			w.settle()
+			assert.Zero(t, bob.Len())
+			assert.Equal(t, []engine.ErrorCode{engine.CodeContentLimit}, w.rec.codes())
+		})
+	}
+}
+
+func TestRegisterRefusesBrokenPolicies(t *testing.T) {
+	typo := strings.Replace(parentPolicy, "- {send: ask, from: Buyer, to: Seller, next: asked}", "- {send: ask, from: Buyer, to: Seller, next: asked, gaurd: 'true'}", 1)
+	p, ds := policy.LoadYAML("typo.yaml", []byte(typo))
+	require.True(t, ds.HasErrors(), "the loader reports the typo")
+	child, ds := policy.LoadYAML("shop.yaml", []byte(parentPolicy))
+	require.False(t, ds.HasErrors())
+
+	noResolver, err := agent.NewManager("alice", agent.WithLogger(nil))
+	require.NoError(t, err)
+	defer noResolver.Close(context.Background())
+	err = noResolver.Register(p)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "gaurd")
+	err = noResolver.Register(child)
+	require.Error(t, err, "a child policy it cannot resolve")
+	assert.Contains(t, err.Error(), "fipa-request")
+
+	nothing, err := agent.NewManager("bob", agent.WithLogger(nil), agent.WithResolver(func(string) *policy.Policy { return nil }))
+	require.NoError(t, err)
+	defer nothing.Close(context.Background())
+	assert.ErrorContains(t, nothing.Register(child), "fipa-request")
+}
+
+func TestNewManagerRefusesBadOptions(t *testing.T) {
+	request, err := policies.Load("fipa-request")
+	require.NoError(t, err)
+	tests := []struct {
+		name string
+		self string
+		opts []agent.Option
+		want string
+	}{
+		{"empty name", "", nil, "empty agent name"},
+		{"no workers", "a", []agent.Option{agent.WithWorkers(0)}, "WithWorkers"},
+		{"negative limit", "a", []agent.Option{agent.WithLimits(agent.Limits{MaxQueue: -1})}, "MaxQueue"},
+		{"negative retention", "a", []agent.Option{agent.WithRetention(-time.Second)}, "WithRetention"},
+		{"a setup policy of the wrong shape", "a", []agent.Option{agent.WithSetup(request)}, "cannot set up conversations"},
+		{"nil clock", "a", []agent.Option{agent.WithClock(nil)}, "nil clock"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, err := agent.NewManager(tt.self, tt.opts...)
+			assert.Nil(t, m)
+			assert.ErrorContains(t, err, tt.want)
+		})
+	}
+	t.Run("a nil logger discards", func(t *testing.T) {
+		m, err := agent.NewManager("a", agent.WithLogger(nil))
+		require.NoError(t, err)
+		assert.NoError(t, m.Close(context.Background()))
+	})
+}

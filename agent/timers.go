@@ -1,0 +1,133 @@
+package agent
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/parleyhq/parley/engine"
+	"github.com/parleyhq/parley/internal/timerheap"
+)
+
+// timers holds the armed timers of all of a worker's conversations,
+// earliest first; one clock timer (the alarm) is set for the earliest.
+type timers struct {
+	w        *worker
+	heap     timerheap.Heap[*timer]
+	alarm    ClockTimer
+	alarmAt  time.Time
+	alarmGen uint64
+	free     []*timer
+}
+
+// timer is an armed timer of a conversation.
+type timer struct {
+	conv *conversation
+	ev   engine.TimerEvent
+	h    timerheap.Handle
+}
+
+// apply carries out a handler's TimerEvent.
+func (ts *timers) apply(c *conversation, e *engine.TimerEvent, now time.Time) {
+	switch e.Op {
+	case engine.TimerSet:
+		t := ts.newTimer()
+		t.conv, t.ev = c, *e
+		t.h = ts.heap.Push(e.Deadline, t)
+		c.timers = append(c.timers, t)
+		if _, first, _ := ts.heap.Peek(); first == t {
+			ts.rearm(now)
+		}
+	case engine.TimerCancel:
+		for i, t := range c.timers {
+			if t.ev.Name == e.Name && t.ev.Session == e.Session && t.ev.Epoch == e.Epoch {
+				ts.unschedule(c, i)
+				return
+			}
+		}
+	}
+}
+
+// clear removes every timer of c.
+func (ts *timers) clear(c *conversation) {
+	for len(c.timers) > 0 {
+		ts.unschedule(c, len(c.timers)-1)
+	}
+}
+
+// unschedule removes timer i of c. The alarm stays: when it goes off early
+// it finds nothing due and is set again.
+func (ts *timers) unschedule(c *conversation, i int) {
+	t := c.timers[i]
+	ts.heap.Remove(t.h)
+	c.timers[i] = c.timers[len(c.timers)-1]
+	c.timers[len(c.timers)-1] = nil
+	c.timers = c.timers[:len(c.timers)-1]
+	*t = timer{}
+	ts.free = append(ts.free, t)
+}
+
+// newTimer returns a timer, reusing one unscheduled before.
+func (ts *timers) newTimer() *timer {
+	if n := len(ts.free); n > 0 {
+		t := ts.free[n-1]
+		ts.free = ts.free[:n-1]
+		return t
+	}
+	return &timer{}
+}
+
+// rearm sets the alarm for the earliest timer, unless it is already set
+// for then.
+func (ts *timers) rearm(now time.Time) {
+	at, _, ok := ts.heap.Peek()
+	if !ok || ts.alarm != nil && ts.alarmAt.Equal(at) {
+		return
+	}
+	if ts.alarm != nil {
+		ts.alarm.Stop()
+	}
+	w := ts.w
+	ts.alarmAt = at
+	ts.alarmGen++
+	gen := ts.alarmGen
+	ts.alarm = w.m.o.clock.AfterFunc(at.Sub(now), func() {
+		_ = w.push(input{kind: inTick, ticket: gen}, false) // fails only once closed
+	})
+}
+
+// fire processes every timer due by now, in deadline order, each at its
+// deadline, then sets the alarm for the next. gen identifies the alarm
+// that went off: if it is the current one, it is spent.
+func (ts *timers) fire(gen uint64, now time.Time) {
+	w := ts.w
+	if gen == ts.alarmGen {
+		ts.alarm = nil
+	}
+	for {
+		at, t, ok := ts.heap.Peek()
+		if !ok || at.After(now) {
+			break
+		}
+		c, ev := t.conv, t.ev
+		for i, ct := range c.timers {
+			if ct == t {
+				ts.unschedule(c, i) // t is reused from here on
+				break
+			}
+		}
+		ev.At = ev.Deadline
+		if j, ok := w.m.o.journal.(TimerJournal); ok {
+			if err := j.WriteTimer(ev.At, w.m.self, c.id, ev.Name); err != nil {
+				w.log(c, slog.LevelError, "journal write failed", "error", err)
+			}
+		}
+		w.process(c, &ev, now)
+	}
+	ts.rearm(now)
+}
+
+func (ts *timers) stop() {
+	if ts.alarm != nil {
+		ts.alarm.Stop()
+	}
+}

@@ -1,0 +1,307 @@
+package agent
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/parleyhq/parley/decision"
+	"github.com/parleyhq/parley/engine"
+	"github.com/parleyhq/parley/forms"
+)
+
+type inputKind uint8
+
+const (
+	inMessage inputKind = iota + 1
+	inTick
+	inAnswer
+	inDecided
+	inDecisionTimeout
+	inSendFailed
+	inStart
+	inWait
+	inStatus
+	inFlush
+	inSweep
+	inStop
+)
+
+// input is one item of a worker's queue. It is kept small: the rare
+// kinds carry their data behind extra.
+type input struct {
+	kind   inputKind
+	conv   string
+	msg    *forms.Message
+	ticket uint64
+	extra  *inputExtra
+}
+
+type inputExtra struct {
+	answer decision.Answer
+	// err is the failure of decision logic (inDecided) or of a send
+	// (inSendFailed); abort says the conversation cannot go on.
+	err    error
+	abort  bool
+	point  string
+	start  *startReq
+	wait   chan waitResult
+	status chan statusResult
+	flush  chan struct{}
+}
+
+type startReq struct {
+	prog  *engine.Program
+	peers map[string][]string
+	data  map[string]any
+	done  chan error
+}
+
+type waitResult struct {
+	outcome string
+	err     error
+}
+
+type statusResult struct {
+	status Status
+	err    error
+}
+
+// worker owns a set of conversations and processes their inputs one at a
+// time. Only its goroutine touches convs, so conversations need no locks.
+type worker struct {
+	m  *Manager
+	mu sync.Mutex
+	// queue holds the inputs not yet processed; limited counts those
+	// subject to Limits.MaxQueue (messages and starts).
+	queue, spare []input
+	limited      int
+	busy         bool
+	stopped      bool
+	wake         chan struct{}
+	exited       chan struct{}
+
+	convs     map[string]*conversation
+	processed atomic.Uint64
+	queues    []*engine.Queue
+	timers    timers
+	out       *outbox
+	// Reused by decide: a handler does not keep its input event.
+	answerEv engine.DecisionEvent
+}
+
+func newWorker(m *Manager) *worker {
+	w := &worker{m: m, wake: make(chan struct{}, 1), exited: make(chan struct{}), convs: map[string]*conversation{}}
+	w.timers.w = w
+	w.out = newOutbox(w)
+	return w
+}
+
+// push queues in. Limited inputs are refused with ErrBusy when the queue
+// is full; every input is refused with ErrClosed once the worker stopped.
+func (w *worker) push(in input, limited bool) error {
+	w.mu.Lock()
+	switch {
+	case w.stopped:
+		w.mu.Unlock()
+		return ErrClosed
+	case limited && w.limited >= w.m.o.limits.MaxQueue:
+		w.mu.Unlock()
+		return ErrBusy
+	}
+	if limited {
+		w.limited++
+	}
+	w.queue = append(w.queue, in)
+	w.mu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// stop queues the worker's stop; inputs behind it are refused.
+func (w *worker) stop() {
+	w.mu.Lock()
+	w.queue = append(w.queue, input{kind: inStop})
+	w.mu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (w *worker) idle() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.queue) == 0 && !w.busy
+}
+
+func (w *worker) run() {
+	defer w.m.wg.Done()
+	defer close(w.exited)
+	for {
+		<-w.wake
+		for {
+			w.mu.Lock()
+			batch := w.queue
+			w.queue, w.spare = w.spare[:0], nil
+			w.busy = len(batch) > 0
+			w.mu.Unlock()
+			if len(batch) == 0 {
+				break
+			}
+			for i := range batch {
+				in := &batch[i]
+				if in.kind == inStop {
+					w.halt(batch[i+1:])
+					return
+				}
+				if in.kind == inMessage || in.kind == inStart {
+					w.mu.Lock()
+					w.limited--
+					w.mu.Unlock()
+				}
+				w.handle(in)
+				w.processed.Add(1)
+				batch[i] = input{}
+			}
+			w.mu.Lock()
+			if w.spare == nil {
+				w.spare = batch[:0]
+			}
+			w.busy = false
+			w.mu.Unlock()
+		}
+	}
+}
+
+// halt stops the worker: it refuses what is still queued (rest, and
+// anything pushed since), answers every waiter with ErrClosed, stops the
+// alarm and lets the sender finish what is already on its way out.
+func (w *worker) halt(rest []input) {
+	w.mu.Lock()
+	w.stopped = true
+	rest = append(rest, w.queue...)
+	w.queue = nil
+	w.mu.Unlock()
+	for i := range rest {
+		reject(&rest[i], ErrClosed)
+	}
+	w.timers.stop()
+	for _, c := range w.convs {
+		for _, ch := range c.waiters {
+			ch <- waitResult{err: ErrClosed}
+		}
+		c.waiters = nil
+		for _, t := range c.decisions {
+			t.Stop()
+		}
+	}
+	w.out.close()
+}
+
+// reject answers an input's caller, if it waits, with err.
+func reject(in *input, err error) {
+	if in.extra == nil {
+		return
+	}
+	switch x := in.extra; {
+	case x.start != nil:
+		x.start.done <- err
+	case x.wait != nil:
+		x.wait <- waitResult{err: err}
+	case x.status != nil:
+		x.status <- statusResult{err: err}
+	case x.flush != nil:
+		x.flush <- struct{}{}
+	}
+}
+
+func (w *worker) getQueue() *engine.Queue {
+	if n := len(w.queues); n > 0 {
+		q := w.queues[n-1]
+		w.queues = w.queues[:n-1]
+		q.Reset()
+		return q
+	}
+	return &engine.Queue{}
+}
+
+func (w *worker) putQueue(q *engine.Queue) { w.queues = append(w.queues, q) }
+
+func (w *worker) handle(in *input) {
+	now := w.m.o.clock.Now()
+	switch in.kind {
+	case inFlush:
+		in.extra.flush <- struct{}{}
+	case inSweep:
+		w.sweep(now)
+	case inStart:
+		in.extra.start.done <- w.start(in.conv, in.extra.start, now)
+	case inWait:
+		w.wait(in)
+	case inStatus:
+		w.status(in)
+	case inTick:
+		w.timers.fire(in.ticket, now)
+	case inAnswer:
+		if c := w.convs[in.conv]; c != nil {
+			w.answer(c, in.ticket, in.extra.answer, now)
+		}
+	case inDecided:
+		if c := w.convs[in.conv]; c != nil {
+			w.decided(c, in.ticket, in.extra, now)
+		}
+	case inDecisionTimeout:
+		if c := w.convs[in.conv]; c != nil {
+			w.decisionTimedOut(c, in.ticket, now)
+		}
+	case inSendFailed:
+		if c := w.convs[in.conv]; c != nil {
+			w.abort(c, "send failed: "+in.extra.err.Error(), now)
+		}
+	case inMessage:
+		w.message(in.msg, now)
+	}
+}
+
+func (w *worker) wait(in *input) {
+	c := w.convs[in.conv]
+	switch {
+	case c == nil:
+		in.extra.wait <- waitResult{err: noConversation(in.conv)}
+	case c.h.Done():
+		in.extra.wait <- c.result()
+	default:
+		c.waiters = append(c.waiters, in.extra.wait)
+	}
+}
+
+func (w *worker) status(in *input) {
+	c := w.convs[in.conv]
+	if c == nil {
+		in.extra.status <- statusResult{err: noConversation(in.conv)}
+		return
+	}
+	prog := c.h.Program()
+	st := Status{Conversation: c.id, Policy: prog.Policy().Name, Role: prog.Role(), Done: c.h.Done(), Outcome: c.outcome, States: map[string]string{}}
+	if peers := c.h.Sessions(); peers != nil {
+		for _, p := range peers {
+			st.States[p] = c.h.State(p)
+		}
+	} else {
+		st.States[""] = c.h.State("")
+	}
+	in.extra.status <- statusResult{status: st}
+}
+
+// sweep forgets conversations that ended more than the retention ago.
+func (w *worker) sweep(now time.Time) {
+	for id, c := range w.convs {
+		if c.h.Done() && now.Sub(c.endedAt) >= w.m.o.retention {
+			w.remove(id)
+		}
+	}
+}
