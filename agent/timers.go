@@ -39,7 +39,7 @@ func (ts *timers) apply(c *conversation, e *engine.TimerEvent, now time.Time) {
 		}
 	case engine.TimerCancel:
 		for i, t := range c.timers {
-			if t.ev.Name == e.Name && t.ev.Session == e.Session && t.ev.Epoch == e.Epoch {
+			if t.ev.Name == e.Name && t.ev.Commitment == e.Commitment && t.ev.Session == e.Session && t.ev.Epoch == e.Epoch {
 				ts.unschedule(c, i)
 				return
 			}

@@ -29,7 +29,7 @@ func (h *Handler) Abort(at time.Time, reason string, out *Queue) error {
 			continue
 		}
 		for _, k := range pr.states[s.state].arms {
-			h.emitTimer(out, TimerCancel, at, pr.timers[k].name, i, s.epoch, time.Time{})
+			h.emitTimer(out, TimerCancel, at, pr.timers[k].name, "", i, s.epoch, time.Time{})
 		}
 		h.endCommitments(i, at, out)
 		s.ticket = 0
