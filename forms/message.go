@@ -7,7 +7,8 @@ import (
 )
 
 // Message is an ACL message on the wire (FIPA SC00061G). Content is a JSON
-// object; the shipped policies' conventions for it are in DESIGN.md §6.
+// object; the shipped policies' conventions for it are in
+// docs/trace-format.md ("Content conventions of the FIPA policies").
 //
 // The engine never modifies a Message it is given, and never keeps one it
 // builds after handing it out.
