@@ -202,9 +202,10 @@ type host struct {
 
 // timerID identifies a timer a handler set.
 type timerID struct {
-	name    string
-	session string
-	epoch   uint64
+	name       string
+	commitment string
+	session    string
+	epoch      uint64
 }
 
 type timerRef struct {
@@ -442,13 +443,19 @@ func (d *Driver) Start(agent, conv string) error {
 
 // Process feeds ev to agent's handler of conversation conv and carries
 // out its outputs. It stamps nothing, moves no clock and fires no timer:
-// ev's At is the caller's (call AdvanceTo first to let time pass).
+// ev's At is the caller's (call AdvanceTo first to let time pass). A
+// TimerEvent fed here is that timer firing: the driver forgets it.
 func (d *Driver) Process(agent, conv string, ev Event) error {
 	ho, err := d.begin(agent, conv)
 	if err != nil {
 		return err
 	}
 	defer d.finish()
+	if e, ok := ev.(*TimerEvent); ok && e != nil {
+		if x, ok := ho.timers.take(timerID{name: e.Name, commitment: e.Commitment, session: e.Session, epoch: e.Epoch}); ok {
+			d.timers.Remove(x)
+		}
+	}
 	if err := d.feed(ho, ev); err != nil {
 		return err
 	}
@@ -515,7 +522,7 @@ func (d *Driver) AdvanceTo(t time.Time) error {
 		if at.After(d.now) {
 			d.now = at
 		}
-		d.tmIn = TimerEvent{At: at, Name: ref.id.name, Session: ref.id.session, Deadline: at, Epoch: ref.id.epoch}
+		d.tmIn = TimerEvent{At: at, Name: ref.id.name, Commitment: ref.id.commitment, Session: ref.id.session, Deadline: at, Epoch: ref.id.epoch}
 		if err := d.process(ref.host, &d.tmIn); err != nil {
 			return err
 		}
@@ -625,7 +632,7 @@ func (d *Driver) dispatch(ho *host) {
 
 // timer records a timer set or cancelled.
 func (d *Driver) timer(ho *host, e *TimerEvent) {
-	id := timerID{name: e.Name, session: e.Session, epoch: e.Epoch}
+	id := timerID{name: e.Name, commitment: e.Commitment, session: e.Session, epoch: e.Epoch}
 	switch e.Op {
 	case TimerSet:
 		if old, ok := ho.timers.take(id); ok {

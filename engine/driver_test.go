@@ -35,6 +35,8 @@ type driven struct {
 	delivered []string
 	// fired are the timers that fired: "agent name +offset".
 	fired []string
+	// set are the latest TimerSets by "agent name[/session]".
+	set map[string]engine.TimerEvent
 	// outcomes are the CPDoneEvents' outcomes by agent.
 	outcomes map[string]string
 	// steps renders every step.
@@ -46,7 +48,7 @@ type driven struct {
 // each agent's scripted decisions.
 func drive(t *testing.T, policyName string, agents []agent, deciders map[string]script, opts ...engine.DriverOption) *driven {
 	t.Helper()
-	r := &driven{outcomes: map[string]string{}}
+	r := &driven{outcomes: map[string]string{}, set: map[string]engine.TimerEvent{}}
 	opts = append(opts, engine.WithObserver(r.observe))
 	for name, s := range deciders {
 		opts = append(opts, engine.WithAgentDecider(name, s))
@@ -68,8 +70,11 @@ func (r *driven) observe(s engine.Step) {
 			r.delivered = append(r.delivered, fmt.Sprintf("%s %s->%s", e.Message.Performative, e.Message.Sender, s.Agent))
 		}
 	case *engine.TimerEvent:
-		if s.Kind == engine.StepInput {
-			r.fired = append(r.fired, fmt.Sprintf("%s %s %s", s.Agent, timerKey(e.Name, e.Session), offset(e.At)))
+		switch {
+		case s.Kind == engine.StepInput:
+			r.fired = append(r.fired, fmt.Sprintf("%s %s %s", s.Agent, timerKeyOf(e), offset(e.At)))
+		case e.Op == engine.TimerSet:
+			r.set[s.Agent+" "+timerKey(e.Name, e.Session)] = *e
 		}
 	case *engine.CPDoneEvent:
 		r.outcomes[s.Agent] = e.Outcome
@@ -136,7 +141,7 @@ func TestDriverConversations(t *testing.T) {
 			delivered: []string{"request alice->bob", "agree bob->alice"},
 			// Equal deadlines fire in the order set: bob set his when he
 			// agreed, alice hers when the agree reached her.
-			fired:    []string{"bob commitment:perform +5m0s", "bob result +5m0s", "alice commitment:perform +5m0s", "alice result +5m0s"},
+			fired:    []string{"bob result commitment=perform +5m0s", "bob result +5m0s", "alice result commitment=perform +5m0s", "alice result +5m0s"},
 			outcomes: map[string]string{"alice": "timeout", "bob": "timeout"},
 		},
 		{
@@ -296,6 +301,20 @@ func TestDriverStaleTimerDoesNotFire(t *testing.T) {
 	next, ok := r.NextDeadline()
 	require.True(t, ok)
 	assert.Equal(t, t0.Add(5*time.Minute), next)
+}
+
+// A timer fired by hand through Process does not fire again.
+func TestDriverTimerFiredByHandFiresOnce(t *testing.T) {
+	r := drive(t, "fipa-contract-net", cast("fipa-contract-net")[:1], map[string]script{
+		"alice": {"start": {Choice: "cfp", Content: content{"task": "deliver"}}},
+	})
+	r.startAll(t)
+	set, ok := r.set["alice proposals/bob"]
+	require.True(t, ok)
+	require.NoError(t, r.Process("alice", convID, &engine.TimerEvent{At: t0.Add(time.Second), Name: set.Name, Session: set.Session, Epoch: set.Epoch}))
+	assert.Equal(t, "no-bid", r.Handler("alice", convID).Outcome("bob"))
+	require.NoError(t, r.AdvanceTo(t0.Add(time.Hour)))
+	assert.Equal(t, []string{"alice proposals/bob +1s", "alice proposals/carol +30s", "alice proposals/dave +30s"}, r.fired)
 }
 
 // A decision the decider leaves stays pending until Answer answers it;
