@@ -303,18 +303,35 @@ func TestDriverStaleTimerDoesNotFire(t *testing.T) {
 	assert.Equal(t, t0.Add(5*time.Minute), next)
 }
 
-// A timer fired by hand through Process does not fire again.
+// A timer fired by hand through Process does not fire again, even when
+// its expiry changes nothing.
 func TestDriverTimerFiredByHandFiresOnce(t *testing.T) {
-	r := drive(t, "fipa-contract-net", cast("fipa-contract-net")[:1], map[string]script{
-		"alice": {"start": {Choice: "cfp", Content: content{"task": "deliver"}}},
-	})
-	r.startAll(t)
-	set, ok := r.set["alice proposals/bob"]
+	const idle = `policy: idle
+version: 1
+roles: [A, B]
+messages: {ping: request}
+timers:
+  t: 10s
+states:
+  s0:
+    arm: t
+    on:
+      - {send: ping, from: A, to: B, next: end}
+      - {timeout: t, next: end, guard: "false"}
+  end: {terminal: done}
+`
+	r := &driven{set: map[string]engine.TimerEvent{}}
+	r.Driver = engine.NewDriver(t0, engine.WithObserver(r.observe))
+	h, err := mustCompile(t, idle, "A").NewHandler(convID, "a", engine.WithPeers("B", "b"))
+	require.NoError(t, err)
+	require.NoError(t, r.Add(h))
+	require.NoError(t, r.Start("a", convID))
+	set, ok := r.set["a t"]
 	require.True(t, ok)
-	require.NoError(t, r.Process("alice", convID, &engine.TimerEvent{At: t0.Add(time.Second), Name: set.Name, Session: set.Session, Epoch: set.Epoch}))
-	assert.Equal(t, "no-bid", r.Handler("alice", convID).Outcome("bob"))
+	require.NoError(t, r.Process("a", convID, &engine.TimerEvent{At: t0.Add(time.Second), Name: set.Name, Session: set.Session, Epoch: set.Epoch}))
+	assert.Equal(t, "s0", h.State(""), "the expiry changed nothing")
 	require.NoError(t, r.AdvanceTo(t0.Add(time.Hour)))
-	assert.Equal(t, []string{"alice proposals/bob +1s", "alice proposals/carol +30s", "alice proposals/dave +30s"}, r.fired)
+	assert.Equal(t, []string{"a t +1s"}, r.fired)
 }
 
 // A decision the decider leaves stays pending until Answer answers it;
