@@ -215,8 +215,8 @@ func TestDriverConversations(t *testing.T) {
 				assert.True(t, h.Done(), "%s is done", k.Agent)
 			}
 			_, ok := r.NextDeadline()
-			assert.False(t, ok, "the timers of handlers that ended are dropped")
-			assert.Empty(t, r.Pending(), "decisions of handlers that ended are dropped")
+			assert.False(t, ok, "no timer is left once the handlers ended")
+			assert.Empty(t, r.Pending(), "no decision is left pending")
 			assert.Zero(t, r.InFlight())
 			assert.Empty(t, r.TakeUnrouted())
 		})
