@@ -662,7 +662,7 @@ func (d *Driver) decide() error {
 		i := d.askHead
 		a := &d.asks[i]
 		ho, at, ticket := a.host, a.at, a.ticket
-		if !ticketOpen(ho.h, ticket) {
+		if !ho.h.Awaits(ticket) {
 			d.askHead++
 			continue
 		}
@@ -694,7 +694,7 @@ func (d *Driver) decide() error {
 		if err := d.process(ho, &d.decIn); err != nil {
 			return err
 		}
-		if ticketOpen(ho.h, ticket) {
+		if ho.h.Awaits(ticket) {
 			d.park(&d.asks[i]) // a choice refused, or a join answered in part
 		}
 	}
@@ -714,7 +714,7 @@ func (d *Driver) park(a *ask) {
 
 // prune forgets ho's pending decisions that are answered or stale.
 func (d *Driver) prune(ho *host) {
-	kept := slices.DeleteFunc(ho.pending, func(p ask) bool { return !ticketOpen(ho.h, p.ticket) })
+	kept := slices.DeleteFunc(ho.pending, func(p ask) bool { return !ho.h.Awaits(p.ticket) })
 	ho.pending = kept
 }
 
@@ -759,31 +759,4 @@ func (d *Driver) settle() error {
 			return err
 		}
 	}
-}
-
-// ticketOpen reports whether h still waits for the answer to decision
-// ticket t: the conditions under which Process applies an answer rather
-// than reporting it stale.
-func ticketOpen(h *Handler, t uint64) bool {
-	if h.done || t == 0 {
-		return false
-	}
-	if i := int(t & (1<<ticketSessionBits - 1)); i > 0 {
-		return i <= len(h.sessions) && h.sessions[i-1].ticket == t
-	}
-	if h.many == nil {
-		return false
-	}
-	if t == h.many.groupTicket {
-		return true
-	}
-	if t != h.many.joinTicket {
-		return false
-	}
-	for i := range h.sessions {
-		if h.sessions[i].ticket == t {
-			return true
-		}
-	}
-	return false
 }
