@@ -7,10 +7,6 @@ import (
 	"time"
 )
 
-// commitTimerPrefix starts the names of the timers commitments arm, to
-// tell them from the policy's state timers.
-const commitTimerPrefix = "commitment:"
-
 func (c CommitmentState) active() bool {
 	return c == CommitmentConditional || c == CommitmentDetached
 }
@@ -62,33 +58,42 @@ func (h *Handler) commitMove(i, k int, to CommitmentState, at time.Time, cause s
 	s := &h.sessions[i]
 	c := &pr.commits[k]
 	inst := &s.commits[k]
-	name := c.timerName
-	if (inst.state == CommitmentConditional && c.expires >= 0) || (inst.state == CommitmentDetached && c.deadline >= 0) {
-		h.emitTimer(out, TimerCancel, at, name, i, inst.epoch, time.Time{})
+	if armed := c.timer(inst.state); armed >= 0 {
+		h.emitTimer(out, TimerCancel, at, pr.timers[armed].name, c.name, i, inst.epoch, time.Time{})
 	}
 	inst.state = to
 	inst.epoch = h.next()
 	e := out.commits.get()
 	*e = CommitmentEvent{At: at, Name: c.name, State: to, Debtor: h.agentOf(i, c.debtor), Creditor: h.agentOf(i, c.creditor), Session: h.sessionName(i), Cause: cause}
 	out.events = append(out.events, e)
-	timer := -1
-	switch to {
-	case CommitmentConditional:
-		timer = c.expires
-	case CommitmentDetached:
-		timer = c.deadline
-	}
-	if timer >= 0 {
-		h.emitTimer(out, TimerSet, at, name, i, inst.epoch, h.deadline(s, timer, at))
+	if timer := c.timer(to); timer >= 0 {
+		h.emitTimer(out, TimerSet, at, pr.timers[timer].name, c.name, i, inst.epoch, h.deadline(s, timer, at))
 	}
 }
 
+// timer returns the timer commitment c has armed in state st (expires
+// while conditional, deadline while detached), or -1.
+func (c *commitProg) timer(st CommitmentState) int {
+	switch st {
+	case CommitmentConditional:
+		return c.expires
+	case CommitmentDetached:
+		return c.deadline
+	}
+	return -1
+}
+
 // commitTimer handles a commitment's deadline: an antecedent not met in
-// time expires the commitment, a consequent not met violates it.
-func (h *Handler) commitTimer(i int, name string, e *TimerEvent, out *Queue) {
+// time expires the commitment, a consequent not met violates it. A timer
+// that is not the one the commitment armed last (another name or epoch)
+// is stale and ignored.
+func (h *Handler) commitTimer(i int, e *TimerEvent, out *Queue) {
 	s := &h.sessions[i]
-	k := slices.IndexFunc(h.prog.commits, func(c commitProg) bool { return c.name == name })
+	k := slices.IndexFunc(h.prog.commits, func(c commitProg) bool { return c.name == e.Commitment })
 	if k < 0 || s.commits == nil || s.commits[k].epoch != e.Epoch {
+		return
+	}
+	if armed := h.prog.commits[k].timer(s.commits[k].state); armed < 0 || h.prog.timers[armed].name != e.Name {
 		return
 	}
 	switch s.commits[k].state {

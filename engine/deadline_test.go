@@ -87,11 +87,11 @@ func TestBoundedDeadlinesInConversations(t *testing.T) {
 		c.run(t, []step{{at: time.Minute, do: answer("bob", "", decision.Answer{Choice: "propose", Content: content{"price": 1}, ReplyBy: y2250}), want: `
 			bob: send propose bob->alice rw=c1/bob#1 irt=c1/alice#1 by=+1962111h0m0s {"price":1}
 			bob: commitment task created bob->alice (propose)
-			bob: timer set commitment:task +24h1m0s
+			bob: timer set award commitment=task +24h1m0s
 			bob: timer cancel proposals
 			bob: timer set award +24h1m0s
 			alice: commitment task/bob created bob->alice (propose)
-			alice: timer set commitment:task/bob +24h1m0s
+			alice: timer set award/bob commitment=task +24h1m0s
 			alice: timer cancel proposals/bob
 			alice: timer set award/bob +24h1m0s`}})
 	})

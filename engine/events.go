@@ -51,16 +51,25 @@ const (
 // As output (Op set) it asks for timer Name of session Session to fire at
 // Deadline (TimerSet, produced when a state arming it is entered or a
 // commitment gets a deadline), or to be forgotten (TimerCancel, produced
-// when that state is left). As input it says the timer fired at At; Name,
-// Session and Epoch must be those of the TimerSet. A timer whose state was
-// left in the meantime is stale and ignored.
+// when that state is left or the commitment moves on). As input it says
+// the timer fired at At; Name, Commitment, Session and Epoch must be
+// those of the TimerSet. A timer whose state was left (or whose
+// commitment moved on) in the meantime is stale and ignored.
+//
+// Name is always the name of one of the policy's timers. Commitment is
+// empty for a timer a state arms, and names the commitment for a
+// commitment's deadline (Name is then the commitment's expires or
+// deadline timer), so a state timer and a commitment's deadline never
+// share a key, whatever the policy calls its timers. A runtime keys armed
+// timers by (Name, Commitment, Session, Epoch) and feeds all four back.
 type TimerEvent struct {
-	At       time.Time
-	Op       TimerOp
-	Name     string
-	Session  string
-	Deadline time.Time
-	Epoch    uint64
+	At         time.Time
+	Op         TimerOp
+	Name       string
+	Commitment string
+	Session    string
+	Deadline   time.Time
+	Epoch      uint64
 }
 
 // LoadCPEvent is an output asking the agent to run child policy Policy

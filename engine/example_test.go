@@ -23,10 +23,14 @@ func show(q *engine.Queue) {
 		case *engine.DecisionEvent:
 			fmt.Printf("decide at %s: one of %v\n", e.Request.Point, e.Request.Choices)
 		case *engine.TimerEvent:
+			name := e.Name
+			if e.Commitment != "" {
+				name += " of commitment " + e.Commitment
+			}
 			if e.Op == engine.TimerSet {
-				fmt.Printf("set timer %s for %s\n", e.Name, e.Deadline.Format(time.TimeOnly))
+				fmt.Printf("set timer %s for %s\n", name, e.Deadline.Format(time.TimeOnly))
 			} else {
-				fmt.Printf("cancel timer %s\n", e.Name)
+				fmt.Printf("cancel timer %s\n", name)
 			}
 		case *engine.CommitmentEvent:
 			fmt.Printf("commitment %s of %s: %s\n", e.Name, e.Debtor, e.State)
@@ -97,12 +101,12 @@ func ExampleHandler() {
 	// -- agree
 	// commitment perform of bob: created
 	// commitment perform of bob: detached
-	// set timer commitment:perform for 09:05:10
+	// set timer result of commitment perform for 09:05:10
 	// cancel timer reply
 	// set timer result for 09:05:10
 	// decide at agreed: one of [cancel]
 	// -- inform
-	// cancel timer commitment:perform
+	// cancel timer result of commitment perform
 	// commitment perform of bob: discharged
 	// cancel timer result
 	// done: result
@@ -173,7 +177,7 @@ func ExampleHandler_decision() {
 	// send agree to [alice] (reply-with conv-1/bob#1)
 	// commitment perform of bob: created
 	// commitment perform of bob: detached
-	// set timer commitment:perform for 09:05:00
+	// set timer result of commitment perform for 09:05:00
 	// cancel timer reply
 	// set timer result for 09:05:00
 	// decide at agreed: one of [inform-done inform-result failure]

@@ -134,7 +134,14 @@ var fuzzAgents = []string{"alice", "bob", "carol", "dave", "mallory", ""}
 
 var fuzzOutcomes = []string{"accepted", "declined", "timeout", "not-understood", "done", ""}
 
-var fuzzTimerNames = []string{"reply", "result", "proposals", "award", "cancel-reply", "commitment:perform", "commitment:task", "commitment:nope", "commitment:", ""}
+// fuzzTimerNames are timer names the fuzzer makes up: the policies' own,
+// names no policy has, and names of the form version 1 snapshots gave
+// commitment timers, which now name nothing.
+var fuzzTimerNames = []string{"reply", "result", "proposals", "award", "cancel-reply", "commitment:perform", "commitment:task", "nope", ""}
+
+// fuzzCommitments are commitment names the fuzzer makes up for timers:
+// none, the policies' own and one no policy has.
+var fuzzCommitments = []string{"", "perform", "task", "answer", "nope"}
 
 // fuzzReader reads the fuzz input; past its end it reads zeros.
 type fuzzReader struct {
@@ -256,8 +263,8 @@ func newFuzzRun(t *testing.T, name string, mode engine.Mode) *fuzzRun {
 
 // timerID identifies a timer a handler set.
 type timerID struct {
-	name, session string
-	epoch         uint64
+	name, commitment, session string
+	epoch                     uint64
 }
 
 func (r *fuzzRun) agent(b *fuzzReader) string { return r.agents[b.next()%len(r.agents)].name }
@@ -285,7 +292,7 @@ func (r *fuzzRun) step(b *fuzzReader) {
 		if k := b.next(); len(ts) > 0 && k < 0xf0 {
 			ev = ts[k%len(ts)]
 		} else {
-			ev = engine.TimerEvent{Name: pick(b, fuzzTimerNames), Session: pick(b, fuzzAgents), Epoch: uint64(b.next())}
+			ev = engine.TimerEvent{Name: pick(b, fuzzTimerNames), Commitment: pick(b, fuzzCommitments), Session: pick(b, fuzzAgents), Epoch: uint64(b.next())}
 		}
 		ev.Op, ev.Deadline = 0, time.Time{}
 		ev.Epoch += uint64(b.next() % 3)
@@ -463,7 +470,7 @@ func (r *fuzzRun) collect(name string) []*forms.Message {
 			if r.armed[name] == nil {
 				r.armed[name] = map[timerID]bool{}
 			}
-			id := timerID{e.Name, e.Session, e.Epoch}
+			id := timerID{e.Name, e.Commitment, e.Session, e.Epoch}
 			switch e.Op {
 			case engine.TimerSet:
 				if r.finished[name] {

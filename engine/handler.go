@@ -331,7 +331,7 @@ func (h *Handler) enter(i, st int, at time.Time, out *Queue, inGroup bool) {
 	if s.state >= 0 {
 		old := &pr.states[s.state]
 		for _, k := range old.arms {
-			h.emitTimer(out, TimerCancel, at, pr.timers[k].name, i, s.epoch, time.Time{})
+			h.emitTimer(out, TimerCancel, at, pr.timers[k].name, "", i, s.epoch, time.Time{})
 		}
 		if old.join && pr.manyRole >= 0 {
 			h.many.atJoin--
@@ -352,7 +352,7 @@ func (h *Handler) enter(i, st int, at time.Time, out *Queue, inGroup bool) {
 		for j, k := range sp.arms {
 			d := h.deadline(s, k, at)
 			s.deadlines[j] = nanos(d)
-			h.emitTimer(out, TimerSet, at, pr.timers[k].name, i, s.epoch, d)
+			h.emitTimer(out, TimerSet, at, pr.timers[k].name, "", i, s.epoch, d)
 		}
 	}
 	switch {
@@ -398,9 +398,11 @@ func (h *Handler) deadline(s *session, k int, at time.Time) time.Time {
 	return at.Add(t.fallback)
 }
 
-func (h *Handler) emitTimer(out *Queue, op TimerOp, at time.Time, name string, i int, epoch uint64, deadline time.Time) {
+// emitTimer asks to set or cancel timer name of session i, armed by
+// commitment (or by the state, for "").
+func (h *Handler) emitTimer(out *Queue, op TimerOp, at time.Time, name, commitment string, i int, epoch uint64, deadline time.Time) {
 	e := out.timers.get()
-	*e = TimerEvent{At: at, Op: op, Name: name, Session: h.sessionName(i), Deadline: deadline, Epoch: epoch}
+	*e = TimerEvent{At: at, Op: op, Name: name, Commitment: commitment, Session: h.sessionName(i), Deadline: deadline, Epoch: epoch}
 	out.events = append(out.events, e)
 }
 

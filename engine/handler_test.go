@@ -132,7 +132,7 @@ func TestMonitorSentMessages(t *testing.T) {
 		{at: time.Second, do: recv("alice", with(msg("agree", "bob", "alice", nil), func(m *forms.Message) { m.InReplyTo = "a1" })), want: `
 			alice: commitment perform created bob->alice (agree)
 			alice: commitment perform detached bob->alice (agree)
-			alice: timer set commitment:perform +5m1s
+			alice: timer set result commitment=perform +5m1s
 			alice: timer cancel reply
 			alice: timer set result +5m1s
 			alice: decide agreed [cancel]`},
@@ -141,7 +141,7 @@ func TestMonitorSentMessages(t *testing.T) {
 		{at: 2 * time.Second, do: sent("alice", with(request, func(m *forms.Message) { m.ConversationID = "c2" })), want: `
 			alice: error PE011: message for conversation "c2" reached conversation "c1"`},
 		{at: 3 * time.Second, do: sent("alice", with(request, func(m *forms.Message) { m.Performative = "cancel" })), want: `
-			alice: timer cancel commitment:perform
+			alice: timer cancel result commitment=perform
 			alice: commitment perform released bob->alice (cancel)
 			alice: timer cancel result
 			alice: timer set cancel-reply +33s`},
@@ -258,13 +258,13 @@ func TestCompile(t *testing.T) {
 				bob: send agree bob->alice rw=c1/bob#1 irt=c1/alice#1
 				bob: commitment perform created bob->alice (agree)
 				bob: commitment perform detached bob->alice (agree)
-				bob: timer set commitment:perform +1m1s
+				bob: timer set result commitment=perform +1m1s
 				bob: timer cancel reply
 				bob: timer set result +1m1s
 				bob: decide agreed [inform-done inform-result failure]
 				alice: commitment perform created bob->alice (agree)
 				alice: commitment perform detached bob->alice (agree)
-				alice: timer set commitment:perform +1m1s
+				alice: timer set result commitment=perform +1m1s
 				alice: timer cancel reply
 				alice: timer set result +1m1s
 				alice: decide agreed [cancel]`},

@@ -197,7 +197,7 @@ func (c *conv) collect(name string) []*forms.Message {
 			}
 		case *engine.TimerEvent:
 			if e.Op == engine.TimerSet {
-				c.timers[name][timerKey(e.Name, e.Session)] = *e
+				c.timers[name][timerKeyOf(e)] = *e
 			}
 		case *engine.MessageEvent:
 			m := *e.Message
@@ -215,6 +215,17 @@ func timerKey(name, session string) string {
 		return name
 	}
 	return name + "/" + session
+}
+
+// timerKeyOf names timer e as the tables do: "name" or "name/session",
+// and a commitment's deadline "name commitment=c" or "name/session
+// commitment=c".
+func timerKeyOf(e *engine.TimerEvent) string {
+	key := timerKey(e.Name, e.Session)
+	if e.Commitment != "" {
+		key += " commitment=" + e.Commitment
+	}
+	return key
 }
 
 // deliver hands each message to the handlers of its receivers.
@@ -320,14 +331,14 @@ func recv(name string, m forms.Message) action {
 	}
 }
 
-// fire fires agent's timer key ("name" or "name/session") with the epoch
+// fire fires agent's timer key (as timerKeyOf names it) with the epoch
 // of its latest TimerSet, at the step's time.
 func fire(name, key string) action {
 	return func(c *conv) {
 		c.t.Helper()
 		set, ok := c.timers[name][key]
 		require.True(c.t, ok, "%s never set timer %q", name, key)
-		c.deliver(c.process(name, &engine.TimerEvent{At: c.now, Name: set.Name, Session: set.Session, Epoch: set.Epoch}))
+		c.deliver(c.process(name, &engine.TimerEvent{At: c.now, Name: set.Name, Commitment: set.Commitment, Session: set.Session, Epoch: set.Epoch}))
 	}
 }
 
@@ -373,7 +384,7 @@ func render(ev engine.Event) string {
 		}
 		return s + renderContent(r.Content, " ")
 	case *engine.TimerEvent:
-		key := timerKey(e.Name, e.Session)
+		key := timerKeyOf(e)
 		switch e.Op {
 		case engine.TimerSet:
 			return fmt.Sprintf("timer set %s %s", key, offset(e.Deadline))

@@ -612,8 +612,8 @@ func (h *Handler) timer(e *TimerEvent, out *Queue) {
 	if !ok || i >= len(h.sessions) {
 		return
 	}
-	if name, ok := strings.CutPrefix(e.Name, commitTimerPrefix); ok {
-		h.commitTimer(i, name, e, out)
+	if e.Commitment != "" {
+		h.commitTimer(i, e, out)
 		return
 	}
 	pr := h.prog

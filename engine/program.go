@@ -106,7 +106,6 @@ type timerProg struct {
 
 type commitProg struct {
 	name             string
-	timerName        string // commitTimerPrefix + name
 	debtor, creditor int
 	detachable       bool
 	expires          int // timer index or -1
@@ -231,7 +230,7 @@ func build(p *policy.Policy, role string, proj *policy.Projection, o *compileOpt
 	}
 	for ci, c := range p.Commitments {
 		pr.commits = append(pr.commits, commitProg{
-			name: c.Name, timerName: commitTimerPrefix + c.Name, debtor: roleIdx[c.Debtor.Name], creditor: roleIdx[c.Creditor.Name],
+			name: c.Name, debtor: roleIdx[c.Debtor.Name], creditor: roleIdx[c.Creditor.Name],
 			detachable: len(c.Detach) > 0, expires: timerOf(c.Expires), deadline: timerOf(c.Deadline),
 		})
 		for _, op := range []struct {

@@ -56,23 +56,23 @@ func TestQueryConversations(t *testing.T) {
 				bob: send agree bob->alice rw=c1/bob#1 irt=c1/alice#1
 				bob: commitment answer created bob->alice (agree)
 				bob: commitment answer detached bob->alice (agree)
-				bob: timer set commitment:answer +5m1s
+				bob: timer set answer commitment=answer +5m1s
 				bob: timer cancel if-reply
 				bob: timer set answer +5m1s
 				bob: decide if-agreed [inform-tf failure] {"proposition":"(raining)"}
 				alice: commitment answer created bob->alice (agree)
 				alice: commitment answer detached bob->alice (agree)
-				alice: timer set commitment:answer +5m1s
+				alice: timer set answer commitment=answer +5m1s
 				alice: timer cancel if-reply
 				alice: timer set answer +5m1s
 				alice: decide if-agreed [cancel]`},
 			step{at: 2 * time.Second, do: say("bob", "inform-tf", content{"holds": false}), want: `
 				bob: send inform bob->alice rw=c1/bob#2 irt=c1/alice#1 {"holds":false}
-				bob: timer cancel commitment:answer
+				bob: timer cancel answer commitment=answer
 				bob: commitment answer discharged bob->alice (inform-tf)
 				bob: timer cancel answer
 				bob: done answered
-				alice: timer cancel commitment:answer
+				alice: timer cancel answer commitment=answer
 				alice: commitment answer discharged bob->alice (inform-tf)
 				alice: timer cancel answer
 				alice: done answered`},
@@ -90,23 +90,23 @@ func TestQueryConversations(t *testing.T) {
 				bob: send agree bob->alice rw=c1/bob#1 irt=c1/alice#1
 				bob: commitment answer created bob->alice (agree)
 				bob: commitment answer detached bob->alice (agree)
-				bob: timer set commitment:answer +5m1s
+				bob: timer set answer commitment=answer +5m1s
 				bob: timer cancel ref-reply
 				bob: timer set answer +5m1s
 				bob: decide ref-agreed [inform-result failure] {"ref":"(iota ?x (colour sky ?x))"}
 				alice: commitment answer created bob->alice (agree)
 				alice: commitment answer detached bob->alice (agree)
-				alice: timer set commitment:answer +5m1s
+				alice: timer set answer commitment=answer +5m1s
 				alice: timer cancel ref-reply
 				alice: timer set answer +5m1s
 				alice: decide ref-agreed [cancel]`},
 			step{at: 2 * time.Second, do: say("bob", "inform-result", content{"result": "blue"}), want: `
 				bob: send inform bob->alice rw=c1/bob#2 irt=c1/alice#1 {"result":"blue"}
-				bob: timer cancel commitment:answer
+				bob: timer cancel answer commitment=answer
 				bob: commitment answer discharged bob->alice (inform-result)
 				bob: timer cancel answer
 				bob: done answered
-				alice: timer cancel commitment:answer
+				alice: timer cancel answer commitment=answer
 				alice: commitment answer discharged bob->alice (inform-result)
 				alice: timer cancel answer
 				alice: done answered`},
@@ -140,23 +140,23 @@ func TestQueryConversations(t *testing.T) {
 				bob: send agree bob->alice rw=c1/bob#1 irt=c1/alice#1
 				bob: commitment answer created bob->alice (agree)
 				bob: commitment answer detached bob->alice (agree)
-				bob: timer set commitment:answer +5m1s
+				bob: timer set answer commitment=answer +5m1s
 				bob: timer cancel ref-reply
 				bob: timer set answer +5m1s
 				bob: decide ref-agreed [inform-result failure] {"ref":"(iota ?x (colour sky ?x))"}
 				alice: commitment answer created bob->alice (agree)
 				alice: commitment answer detached bob->alice (agree)
-				alice: timer set commitment:answer +5m1s
+				alice: timer set answer commitment=answer +5m1s
 				alice: timer cancel ref-reply
 				alice: timer set answer +5m1s
 				alice: decide ref-agreed [cancel]`},
 			step{at: 2 * time.Second, do: say("bob", "failure", nil), want: `
 				bob: send failure bob->alice rw=c1/bob#2 irt=c1/alice#1
-				bob: timer cancel commitment:answer
+				bob: timer cancel answer commitment=answer
 				bob: commitment answer violated bob->alice (failure)
 				bob: timer cancel answer
 				bob: done failed
-				alice: timer cancel commitment:answer
+				alice: timer cancel answer commitment=answer
 				alice: commitment answer violated bob->alice (failure)
 				alice: timer cancel answer
 				alice: done failed`},
@@ -189,23 +189,23 @@ func TestQueryConversations(t *testing.T) {
 				bob: send agree bob->alice rw=c1/bob#1 irt=c1/alice#1
 				bob: commitment answer created bob->alice (agree)
 				bob: commitment answer detached bob->alice (agree)
-				bob: timer set commitment:answer +5m1s
+				bob: timer set answer commitment=answer +5m1s
 				bob: timer cancel ref-reply
 				bob: timer set answer +5m1s
 				bob: decide ref-agreed [inform-result failure] {"ref":"(iota ?x (colour sky ?x))"}
 				alice: commitment answer created bob->alice (agree)
 				alice: commitment answer detached bob->alice (agree)
-				alice: timer set commitment:answer +5m1s
+				alice: timer set answer commitment=answer +5m1s
 				alice: timer cancel ref-reply
 				alice: timer set answer +5m1s
 				alice: decide ref-agreed [cancel]`},
 			step{at: 2 * time.Second, do: say("alice", "cancel", nil), want: `
 				alice: send cancel alice->bob rw=c1/alice#2 irt=c1/bob#1
-				alice: timer cancel commitment:answer
+				alice: timer cancel answer commitment=answer
 				alice: commitment answer released bob->alice (cancel)
 				alice: timer cancel answer
 				alice: timer set cancel-reply +32s
-				bob: timer cancel commitment:answer
+				bob: timer cancel answer commitment=answer
 				bob: commitment answer released bob->alice (cancel)
 				bob: timer cancel answer
 				bob: timer set cancel-reply +32s
@@ -243,20 +243,20 @@ func TestQueryConversations(t *testing.T) {
 				bob: send agree bob->alice rw=c1/bob#1 irt=c1/alice#1
 				bob: commitment answer created bob->alice (agree)
 				bob: commitment answer detached bob->alice (agree)
-				bob: timer set commitment:answer +5m1s
+				bob: timer set answer commitment=answer +5m1s
 				bob: timer cancel ref-reply
 				bob: timer set answer +5m1s
 				bob: decide ref-agreed [inform-result failure] {"ref":"(iota ?x (colour sky ?x))"}
 				alice: commitment answer created bob->alice (agree)
 				alice: commitment answer detached bob->alice (agree)
-				alice: timer set commitment:answer +5m1s
+				alice: timer set answer commitment=answer +5m1s
 				alice: timer cancel ref-reply
 				alice: timer set answer +5m1s
 				alice: decide ref-agreed [cancel]`},
-			step{at: 5*time.Minute + time.Second, do: fireEach("commitment:answer", "alice", "bob"), want: `
-				alice: timer cancel commitment:answer
+			step{at: 5*time.Minute + time.Second, do: fireEach("answer commitment=answer", "alice", "bob"), want: `
+				alice: timer cancel answer commitment=answer
 				alice: commitment answer violated bob->alice (deadline)
-				bob: timer cancel commitment:answer
+				bob: timer cancel answer commitment=answer
 				bob: commitment answer violated bob->alice (deadline)`},
 			step{at: 5*time.Minute + time.Second, do: fireEach("answer", "alice", "bob"), want: `
 				alice: timer cancel answer

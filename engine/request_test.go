@@ -33,13 +33,13 @@ func requestAgreed() []step {
 		bob: send agree bob->alice rw=c1/bob#1 irt=c1/alice#1
 		bob: commitment perform created bob->alice (agree)
 		bob: commitment perform detached bob->alice (agree)
-		bob: timer set commitment:perform +5m1s
+		bob: timer set result commitment=perform +5m1s
 		bob: timer cancel reply
 		bob: timer set result +5m1s
 		bob: decide agreed [inform-done inform-result failure] {"action":"paint"}
 		alice: commitment perform created bob->alice (agree)
 		alice: commitment perform detached bob->alice (agree)
-		alice: timer set commitment:perform +5m1s
+		alice: timer set result commitment=perform +5m1s
 		alice: timer cancel reply
 		alice: timer set result +5m1s
 		alice: decide agreed [cancel]`})
@@ -56,11 +56,11 @@ func TestRequestConversations(t *testing.T) {
 		{name: "agree then inform-done", steps: then(requestAgreed(),
 			step{at: 2 * time.Second, do: say("bob", "inform-done", content{"done": true}), want: `
 				bob: send inform bob->alice rw=c1/bob#2 irt=c1/alice#1 {"done":true}
-				bob: timer cancel commitment:perform
+				bob: timer cancel result commitment=perform
 				bob: commitment perform discharged bob->alice (inform-done)
 				bob: timer cancel result
 				bob: done done
-				alice: timer cancel commitment:perform
+				alice: timer cancel result commitment=perform
 				alice: commitment perform discharged bob->alice (inform-done)
 				alice: timer cancel result
 				alice: done done`},
@@ -68,11 +68,11 @@ func TestRequestConversations(t *testing.T) {
 		{name: "agree then inform-result", steps: then(requestAgreed(),
 			step{at: 2 * time.Second, do: say("bob", "inform-result", content{"result": 42}), want: `
 				bob: send inform bob->alice rw=c1/bob#2 irt=c1/alice#1 {"result":42}
-				bob: timer cancel commitment:perform
+				bob: timer cancel result commitment=perform
 				bob: commitment perform discharged bob->alice (inform-result)
 				bob: timer cancel result
 				bob: done result
-				alice: timer cancel commitment:perform
+				alice: timer cancel result commitment=perform
 				alice: commitment perform discharged bob->alice (inform-result)
 				alice: timer cancel result
 				alice: done result`},
@@ -80,11 +80,11 @@ func TestRequestConversations(t *testing.T) {
 		{name: "agree then failure", steps: then(requestAgreed(),
 			step{at: 2 * time.Second, do: say("bob", "failure", content{"reason": "out of paint"}), want: `
 				bob: send failure bob->alice rw=c1/bob#2 irt=c1/alice#1 {"reason":"out of paint"}
-				bob: timer cancel commitment:perform
+				bob: timer cancel result commitment=perform
 				bob: commitment perform violated bob->alice (failure)
 				bob: timer cancel result
 				bob: done failed
-				alice: timer cancel commitment:perform
+				alice: timer cancel result commitment=perform
 				alice: commitment perform violated bob->alice (failure)
 				alice: timer cancel result
 				alice: done failed`},
@@ -162,11 +162,11 @@ func TestRequestConversations(t *testing.T) {
 		{name: "cancel after agree answered by inform-done", steps: then(requestAgreed(),
 			step{at: 2 * time.Second, do: say("alice", "cancel", nil), want: `
 				alice: send cancel alice->bob rw=c1/alice#2 irt=c1/bob#1
-				alice: timer cancel commitment:perform
+				alice: timer cancel result commitment=perform
 				alice: commitment perform released bob->alice (cancel)
 				alice: timer cancel result
 				alice: timer set cancel-reply +32s
-				bob: timer cancel commitment:perform
+				bob: timer cancel result commitment=perform
 				bob: commitment perform released bob->alice (cancel)
 				bob: timer cancel result
 				bob: timer set cancel-reply +32s
@@ -181,11 +181,11 @@ func TestRequestConversations(t *testing.T) {
 		{name: "cancel after agree answered by failure", steps: then(requestAgreed(),
 			step{at: 2 * time.Second, do: say("alice", "cancel", nil), want: `
 				alice: send cancel alice->bob rw=c1/alice#2 irt=c1/bob#1
-				alice: timer cancel commitment:perform
+				alice: timer cancel result commitment=perform
 				alice: commitment perform released bob->alice (cancel)
 				alice: timer cancel result
 				alice: timer set cancel-reply +32s
-				bob: timer cancel commitment:perform
+				bob: timer cancel result commitment=perform
 				bob: commitment perform released bob->alice (cancel)
 				bob: timer cancel result
 				bob: timer set cancel-reply +32s
@@ -206,17 +206,17 @@ func TestRequestConversations(t *testing.T) {
 				bob: send agree bob->alice rw=c1/bob#1 irt=c1/alice#1
 				bob: commitment perform created bob->alice (agree)
 				bob: commitment perform detached bob->alice (agree)
-				bob: timer set commitment:perform +5m1s
+				bob: timer set result commitment=perform +5m1s
 				bob: timer cancel reply
 				bob: timer set result +5m1s
 				bob: decide agreed [inform-done inform-result failure] {"action":"paint"}
 				alice: commitment perform created bob->alice (agree)
 				alice: commitment perform detached bob->alice (agree)
-				alice: timer set commitment:perform +5m1s
+				alice: timer set result commitment=perform +5m1s
 				alice: timer cancel cancel-reply
 				alice: timer set cancel-reply +31s`},
 			step{at: 2 * time.Second, do: deliverHeld(), want: `
-				bob: timer cancel commitment:perform
+				bob: timer cancel result commitment=perform
 				bob: commitment perform released bob->alice (cancel)
 				bob: timer cancel result
 				bob: timer set cancel-reply +32s
@@ -225,7 +225,7 @@ func TestRequestConversations(t *testing.T) {
 				bob: send inform bob->alice rw=c1/bob#2 irt=c1/alice#2 {"done":true}
 				bob: timer cancel cancel-reply
 				bob: done cancelled
-				alice: timer cancel commitment:perform
+				alice: timer cancel result commitment=perform
 				alice: commitment perform discharged bob->alice (inform-done)
 				alice: timer cancel cancel-reply
 				alice: done cancelled`},
@@ -252,10 +252,10 @@ func TestRequestConversations(t *testing.T) {
 				bob: done timeout`},
 		)},
 		{name: "no result after agree", steps: then(requestAgreed(),
-			step{at: 5*time.Minute + time.Second, do: fireEach("commitment:perform", "alice", "bob"), want: `
-				alice: timer cancel commitment:perform
+			step{at: 5*time.Minute + time.Second, do: fireEach("result commitment=perform", "alice", "bob"), want: `
+				alice: timer cancel result commitment=perform
 				alice: commitment perform violated bob->alice (deadline)
-				bob: timer cancel commitment:perform
+				bob: timer cancel result commitment=perform
 				bob: commitment perform violated bob->alice (deadline)`},
 			step{at: 5*time.Minute + time.Second, do: fireEach("result", "alice", "bob"), want: `
 				alice: timer cancel result
@@ -266,11 +266,11 @@ func TestRequestConversations(t *testing.T) {
 		{name: "no answer to the cancel", steps: then(requestAgreed(),
 			step{at: 2 * time.Second, do: say("alice", "cancel", nil), want: `
 				alice: send cancel alice->bob rw=c1/alice#2 irt=c1/bob#1
-				alice: timer cancel commitment:perform
+				alice: timer cancel result commitment=perform
 				alice: commitment perform released bob->alice (cancel)
 				alice: timer cancel result
 				alice: timer set cancel-reply +32s
-				bob: timer cancel commitment:perform
+				bob: timer cancel result commitment=perform
 				bob: commitment perform released bob->alice (cancel)
 				bob: timer cancel result
 				bob: timer set cancel-reply +32s
@@ -288,7 +288,7 @@ func TestRequestConversations(t *testing.T) {
 			step{at: time.Second, do: recv("alice", msg("agree", "bob", "alice", nil)), want: `
 				alice: commitment perform created bob->alice (agree)
 				alice: commitment perform detached bob->alice (agree)
-				alice: timer set commitment:perform +5m1s
+				alice: timer set result commitment=perform +5m1s
 				alice: timer cancel reply
 				alice: timer set result +5m1s
 				alice: decide agreed [cancel]`},
@@ -339,7 +339,7 @@ func TestRequestViolations(t *testing.T) {
 				alice: error PE003 [requested] applied: "mallory" sent agree, but Participant is played by "bob" in this conversation
 				alice: commitment perform created bob->alice (agree)
 				alice: commitment perform detached bob->alice (agree)
-				alice: timer set commitment:perform +5m1s
+				alice: timer set result commitment=perform +5m1s
 				alice: timer cancel reply
 				alice: timer set result +5m1s
 				alice: decide agreed [cancel]`},
@@ -362,14 +362,14 @@ func TestRequestViolations(t *testing.T) {
 				bob: send agree bob->alice rw=c1/bob#1 irt=c1/alice#1
 				bob: commitment perform created bob->alice (agree)
 				bob: commitment perform detached bob->alice (agree)
-				bob: timer set commitment:perform +5m31s
+				bob: timer set result commitment=perform +5m31s
 				bob: timer cancel reply
 				bob: timer set result +5m31s
 				bob: decide agreed [inform-done inform-result failure] {"action":"paint"}
 				alice: error PE004 [requested] applied: agree from "bob" arrived at 2026-03-01T09:00:31Z, after the deadline 2026-03-01T09:00:30Z of state "requested"
 				alice: commitment perform created bob->alice (agree)
 				alice: commitment perform detached bob->alice (agree)
-				alice: timer set commitment:perform +5m31s
+				alice: timer set result commitment=perform +5m31s
 				alice: timer cancel reply
 				alice: timer set result +5m31s
 				alice: decide agreed [cancel]`},
@@ -392,7 +392,7 @@ func TestRequestViolations(t *testing.T) {
 				bob: send agree bob->alice rw=c1/bob#1 irt=c1/alice#1
 				bob: commitment perform created bob->alice (agree)
 				bob: commitment perform detached bob->alice (agree)
-				bob: timer set commitment:perform +5m31s
+				bob: timer set result commitment=perform +5m31s
 				bob: timer cancel reply
 				bob: timer set result +5m31s
 				bob: decide agreed [inform-done inform-result failure] {"action":"paint"}
@@ -498,7 +498,7 @@ func TestRequestViolations(t *testing.T) {
 				alice: error PE010 [requested] applied: agree from "bob" is in reply to "c1#7", which was not sent to it (the last message sent had reply-with "c1/alice#1")
 				alice: commitment perform created bob->alice (agree)
 				alice: commitment perform detached bob->alice (agree)
-				alice: timer set commitment:perform +5m1s
+				alice: timer set result commitment=perform +5m1s
 				alice: timer cancel reply
 				alice: timer set result +5m1s
 				alice: decide agreed [cancel]`},

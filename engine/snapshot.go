@@ -6,8 +6,11 @@ import (
 	"slices"
 )
 
-// snapshotVersion is the version of the snapshot format.
-const snapshotVersion = 1
+// snapshotVersion is the version of the snapshot format. Version 2
+// types commitment timers (TimerEvent.Commitment); version 1 named them
+// "commitment:<name>", so the timers a runtime kept for a version 1
+// handler would not reach a restored one: Restore refuses version 1.
+const snapshotVersion = 2
 
 type snapshot struct {
 	Version      int               `json:"version"`
@@ -98,7 +101,11 @@ func (pr *Program) Restore(data []byte) (*Handler, error) {
 	if err := json.Unmarshal(data, &sn); err != nil {
 		return nil, fmt.Errorf("engine: restore: %w", err)
 	}
-	if sn.Version != snapshotVersion {
+	switch sn.Version {
+	case snapshotVersion:
+	case 1:
+		return nil, fmt.Errorf("engine: restore: snapshot format version 1, want %d: version 1 named commitment timers \"commitment:<name>\", and the timers kept for it would not reach the restored handler", snapshotVersion)
+	default:
 		return nil, fmt.Errorf("engine: restore: snapshot format version %d, want %d", sn.Version, snapshotVersion)
 	}
 	if sn.Fingerprint != pr.fingerprint {

@@ -155,8 +155,10 @@ func TestRestoreErrors(t *testing.T) {
 			want: `engine: restore: the snapshot plays role "Initiator", this program "Participant"`},
 		{name: "not JSON", prog: request, data: []byte("{"),
 			want: "engine: restore: unexpected end of JSON input"},
-		{name: "another format version", prog: request, data: edit(func(m map[string]any) { m["version"] = 2 }),
-			want: "engine: restore: snapshot format version 2, want 1"},
+		{name: "a later format version", prog: request, data: edit(func(m map[string]any) { m["version"] = 3 }),
+			want: "engine: restore: snapshot format version 3, want 2"},
+		{name: "format version 1, with commitment timers by name", prog: request, data: edit(func(m map[string]any) { m["version"] = 1 }),
+			want: `engine: restore: snapshot format version 1, want 2: version 1 named commitment timers "commitment:<name>", and the timers kept for it would not reach the restored handler`},
 		{name: "a state the program does not have", prog: request, data: edit(func(m map[string]any) {
 			m["sessions"].([]any)[0].(map[string]any)["state"] = "limbo"
 		}), want: `engine: restore: the program has no state "limbo"`},
