@@ -400,12 +400,6 @@ func copyRequest(req *decision.Request) *decision.Request {
 
 // decided takes the result of decision logic that ran off the worker.
 func (w *worker) decided(c *conversation, ticket uint64, x *inputExtra, now time.Time) {
-	if t, ok := c.decisions[ticket]; ok {
-		if !errors.Is(x.err, errAsync) {
-			t.Stop()
-			delete(c.decisions, ticket)
-		}
-	}
 	switch {
 	case x.abort:
 		w.abort(c, x.err.Error(), now)
@@ -422,14 +416,20 @@ func (w *worker) decided(c *conversation, ticket uint64, x *inputExtra, now time
 // as a failure unless the point also waits for a peer (the cancel a
 // Request initiator may send while it waits) or offers no choice.
 func (w *worker) decidedNow(c *conversation, ticket uint64, point string, a decision.Answer, err error, now time.Time) {
-	if c.h.Done() || err == nil {
-		if err == nil {
-			w.answer(c, ticket, a, now)
-		}
+	if !c.h.Awaits(ticket) {
+		// A message or timer moved the conversation on while decision
+		// logic was deciding: its answer no longer matters. (An answer
+		// the application gives through Answer is still checked, and a
+		// stale one reported.)
+		w.stopDecision(c, ticket)
+		return
+	}
+	if err == nil {
+		w.answer(c, ticket, a, now)
 		return
 	}
 	if errors.Is(err, decision.ErrNoDecision) {
-		if !c.h.Program().Receives(point) && c.h.Awaits(ticket) {
+		if !c.h.Program().Receives(point) {
 			w.log(c, slog.LevelError, "no decision logic decides this point", "point", point)
 			if w.m.o.observer != nil {
 				w.observe(c, &engine.DecisionEvent{At: now, Ticket: ticket}, false, err)
@@ -441,20 +441,24 @@ func (w *worker) decidedNow(c *conversation, ticket uint64, point string, a deci
 	if w.m.o.observer != nil {
 		w.observe(c, &engine.DecisionEvent{At: now, Ticket: ticket}, false, err)
 	}
-	if c.h.Awaits(ticket) {
-		w.abort(c, "decision failed: "+err.Error(), now)
-	}
+	w.abort(c, "decision failed: "+err.Error(), now)
 }
 
 // answer feeds an answer to its conversation.
 func (w *worker) answer(c *conversation, ticket uint64, a decision.Answer, now time.Time) {
+	w.stopDecision(c, ticket)
+	ev := &w.answerEv
+	*ev = engine.DecisionEvent{At: now, Ticket: ticket, Answer: a}
+	w.process(c, ev, now)
+}
+
+// stopDecision stops the timeout of a decision that was answered or no
+// longer matters.
+func (w *worker) stopDecision(c *conversation, ticket uint64) {
 	if t, ok := c.decisions[ticket]; ok {
 		t.Stop()
 		delete(c.decisions, ticket)
 	}
-	ev := &w.answerEv
-	*ev = engine.DecisionEvent{At: now, Ticket: ticket, Answer: a}
-	w.process(c, ev, now)
 }
 
 // decisionTimedOut aborts a conversation whose decision is still awaited

@@ -133,7 +133,9 @@ func TestAThirdAgentCannotEnterOrPreemptAConversation(t *testing.T) {
 	w.settle()
 	codes := w.rec.codes()
 	require.Len(t, codes, 3, "each attempt is a protocol error")
-	assert.Equal(t, []engine.ErrorCode{engine.CodeUnknownAgent, engine.CodeUnknownAgent}, codes[:2])
+	// alice and bob report on their own workers, so in either order; the
+	// opening attempt is PE001 at bob (his state takes no request).
+	assert.ElementsMatch(t, []engine.ErrorCode{engine.CodeUnknownAgent, engine.CodeUnknownAgent, engine.CodeUnexpected}, codes)
 	for _, m := range []*agent.Manager{alice, bob} {
 		st, err := m.Status(ctx, conv)
 		require.NoError(t, err)
@@ -400,4 +402,76 @@ func TestNewManagerRefusesBadOptions(t *testing.T) {
 		require.NoError(t, err)
 		assert.NoError(t, m.Close(context.Background()))
 	})
+}
+
+// varsPolicy keeps a counter in a conversation variable that each
+// message changes, so a decider holding on to a request would see the
+// worker write to it later.
+const varsPolicy = `policy: counter
+version: 1
+roles: [A, B]
+messages:
+  ping: {performative: inform, fields: {n: number}}
+  stop: {performative: cancel}
+vars: {count: number}
+timers: {wait: 30s}
+states:
+  start:
+    - {send: ping, from: A, to: B, next: pinged, set: {count: content.n}}
+  pinged:
+    arm: wait
+    on:
+      - {send: ping, from: A, to: B, next: pinged, set: {count: vars.count + content.n}}
+      - {send: stop, from: A, to: B, next: done}
+      - {timeout: wait, next: done}
+  done: {terminal: done}
+`
+
+func TestDecidersGetTheirOwnCopyOfTheConversationVariables(t *testing.T) {
+	p, ds := policy.LoadYAML("counter.yaml", []byte(varsPolicy))
+	require.False(t, ds.HasErrors(), "%v", ds)
+	var mu sync.Mutex
+	var kept []map[string]any
+	var seen []any
+	n := 0
+	w := newWorld(t)
+	a := w.agent("a", decision.Func(func(_ context.Context, req *decision.Request) (decision.Answer, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if req.Vars != nil {
+			seen = append(seen, req.Vars["count"])
+			kept = append(kept, req.Vars)
+			req.Vars["count"] = -1.0 // a decider scribbling on what it got
+		}
+		if n++; n > 5 {
+			return decision.Answer{Choice: "stop"}, nil
+		}
+		return decision.Answer{Choice: "ping", Content: map[string]any{"n": 1.0}}, nil
+	}))
+	b := w.agent("b", nil)
+	require.NoError(t, a.Register(p))
+	require.NoError(t, b.Register(p))
+	ctx := context.Background()
+	conv, err := a.Start(ctx, agent.StartRequest{Policy: "counter", Role: "A", Peers: map[string][]string{"B": {"b"}}})
+	require.NoError(t, err)
+	w.settle()
+	outcome, err := a.Wait(ctx, conv)
+	require.NoError(t, err)
+	assert.Equal(t, "done", outcome)
+	mu.Lock()
+	defer mu.Unlock()
+	// The decider's writes did not reach the conversation: the count went
+	// up by one at every ping. Each request had a map of its own, which
+	// the worker never wrote to afterwards.
+	var counts []any
+	for _, c := range seen {
+		if c != nil {
+			counts = append(counts, c)
+		}
+	}
+	assert.Equal(t, []any{1.0, 2.0, 3.0, 4.0, 5.0}, counts)
+	for _, v := range kept {
+		assert.Equal(t, -1.0, v["count"])
+	}
+	assert.Empty(t, w.rec.codes())
 }
