@@ -16,23 +16,17 @@ import (
 // Finding is one thing Check found, at a line of the trace. Agent is the
 // agent whose handler (or binding) found it and Role the role it plays;
 // both are empty for a format problem, and Role for an agent that plays
-// no role. Its JSON form is the one DESIGN.md §6 specifies: all six keys,
-// always.
+// no role. Its JSON form always has all six keys, "line", "severity"
+// ("error", "warning" or "info"), "code", "message", "agent" and "role",
+// so that a consumer never has to tell a missing key from an empty one.
 type Finding struct {
-	Line     int    `json:"line"`
-	Severity string `json:"severity"`
-	Code     string `json:"code"`
-	Message  string `json:"message"`
-	Agent    string `json:"agent"`
-	Role     string `json:"role"`
+	Line     int             `json:"line"`
+	Severity policy.Severity `json:"severity"`
+	Code     string          `json:"code"`
+	Message  string          `json:"message"`
+	Agent    string          `json:"agent"`
+	Role     string          `json:"role"`
 }
-
-// Severities of findings.
-const (
-	SeverityError   = "error"
-	SeverityWarning = "warning"
-	SeverityInfo    = "info"
-)
 
 // CodeCommitment is the code of a finding that a commitment was violated
 // (a warning: the protocol allowed it, but an obligation went unmet).
@@ -42,6 +36,24 @@ const CodeCommitment = "TR005"
 // conversation had not ended when the trace did.
 const CodeUnfinished = "TR006"
 
+// CodeOmitted is the code of the info finding that output leaves
+// something out to stay bounded: Check's summary lists the outcomes of at
+// most MaxOutcomes agents, and cpvalidate trace prints at most -max
+// findings.
+const CodeOmitted = "TR011"
+
+// Bounds on the summary, so that it stays small however many agents and
+// conversations a trace has.
+const (
+	// MaxOutcomes is the most agents Summary.Outcomes lists: the first
+	// ones to take part. Check reports the others as one TR011 info
+	// finding.
+	MaxOutcomes = 100
+	// MaxConversationOutcomes is the most "conversation=outcome" pairs
+	// an agent's outcome lists; "… and N more" stands for the rest.
+	MaxConversationOutcomes = 10
+)
+
 // Summary is the verdict on a trace.
 type Summary struct {
 	// Conforms is true when no finding is an error.
@@ -50,7 +62,9 @@ type Summary struct {
 	Complete bool `json:"complete"`
 	// Outcomes maps each agent to its conversation's outcome ("" when it
 	// did not end); an agent in several conversations gets them as
-	// "conversation=outcome" pairs joined by ",".
+	// "conversation=outcome" pairs joined by ",", at most
+	// MaxConversationOutcomes of them and then "… and N more". It lists
+	// at most MaxOutcomes agents.
 	Outcomes map[string]string `json:"outcomes"`
 }
 
@@ -69,9 +83,9 @@ func (e *BindingError) Error() string { return e.Msg }
 // Options configure Check.
 type Options struct {
 	// Bind maps roles to the agents playing them. Agents left out are
-	// bound as DESIGN.md §6 says: without Bind, the first line's sender
-	// to the policy's initiating role (when that line opens a
-	// conversation); the others to the one role left, when that is
+	// bound by what the trace shows: without Bind, the first line's
+	// sender plays the policy's initiating role (when that line opens a
+	// conversation); the others play the one role left, when that is
 	// unambiguous (a role that is not many takes one agent). Once every
 	// role is bound, agents left out play none: what they send is an
 	// error finding. A role that is not many is played by one of its
@@ -93,7 +107,7 @@ func Check(p *policy.Policy, entries []Entry, problems []Problem, opts Options) 
 	for _, r := range p.Roles {
 		prog, ds := engine.Compile(p, r.Name, copts...)
 		if prog == nil {
-			return nil, fmt.Errorf("policy %q does not compile for role %q:\n%v", p.Name, r.Name, ds)
+			return nil, fmt.Errorf("policy %s does not compile for role %s:\n%v", policy.Quote(p.Name), policy.Quote(r.Name), ds)
 		}
 		c.programs[r.Name] = prog
 	}
@@ -103,7 +117,10 @@ func Check(p *policy.Policy, entries []Entry, problems []Problem, opts Options) 
 	}
 	c.roles = roles
 	for _, pr := range problems {
-		c.add(Finding{Line: pr.Line, Severity: SeverityError, Code: pr.Code, Message: pr.Message})
+		// Most are errors; a time going back is a warning, since a journal
+		// written by several goroutines at once can interleave lines
+		// slightly out of time order.
+		c.add(Finding{Line: pr.Line, Severity: severityOf(pr.Code), Code: pr.Code, Message: pr.Message})
 	}
 	for i := range entries {
 		c.entry(&entries[i])
@@ -149,13 +166,13 @@ func initiators(p *policy.Policy) []string {
 	return out
 }
 
-// bindRoles maps the agents of the trace to roles, as DESIGN.md §6 says:
-// the agents bind names keep their roles; without bind, the first line's
-// sender plays the initiating role when that line opens a conversation;
-// the agents left play the one role left, when that is unambiguous. Once
-// every role is played, agents still left play none (Check reports what
-// they send as findings). Anything else is a *BindingError that names the
-// -bind needed.
+// bindRoles maps the agents of the trace to roles: the agents bind names
+// keep their roles; without bind, the first line's sender plays the
+// initiating role when that line opens a conversation; the agents left
+// play the one role left, when that is unambiguous. Once every role is
+// played, agents still left play none (Check reports what they send as
+// findings). Anything else is a *BindingError that names the -bind
+// needed.
 func bindRoles(p *policy.Policy, entries []Entry, bind map[string][]string) (map[string]string, error) {
 	roles := map[string]string{}
 	var roleNames []string
@@ -171,13 +188,13 @@ func bindRoles(p *policy.Policy, entries []Entry, bind map[string][]string) (map
 		if p.Role(role) == nil {
 			hint := ""
 			if near := policy.Suggest(role, roleNames); near != "" {
-				hint = fmt.Sprintf("; did you mean %q?", near)
+				hint = fmt.Sprintf("; did you mean %s?", policy.Quote(near))
 			}
-			return nil, &BindingError{fmt.Sprintf("-bind %s=...: policy %q has no role %q%s (roles: %s)", role, p.Name, role, hint, strings.Join(roleNames, ", "))}
+			return nil, &BindingError{fmt.Sprintf("-bind %s=...: policy %s has no role %s%s (roles: %s)", policy.Clip(role), policy.Quote(p.Name), policy.Quote(role), hint, clipList(roleNames, ", "))}
 		}
 		for _, a := range bind[role] {
 			if r, ok := roles[a]; ok && r != role {
-				return nil, &BindingError{fmt.Sprintf("-bind: agent %q is bound to both %s and %s", a, r, role)}
+				return nil, &BindingError{fmt.Sprintf("-bind: agent %s is bound to both %s and %s", policy.Quote(a), policy.Clip(r), policy.Clip(role))}
 			}
 			roles[a] = role
 		}
@@ -208,12 +225,12 @@ func bindRoles(p *policy.Policy, entries []Entry, bind map[string][]string) (map
 	if len(bind) == 0 {
 		init := initiators(p)
 		if len(init) != 1 {
-			return nil, &BindingError{fmt.Sprintf("cannot tell which agents play which role: policy %q has no single initiating role; add -bind ROLE=agent for %s", p.Name, strings.Join(unbound, ", "))}
+			return nil, &BindingError{fmt.Sprintf("cannot tell which agents play which role: policy %s has no single initiating role; add -bind ROLE=agent for %s", policy.Quote(p.Name), policy.QuoteList(unbound, maxListed))}
 		}
 		first := entries[0].Message
 		if !opensAs(p, init[0], first.Performative) {
-			return nil, &BindingError{fmt.Sprintf("cannot tell who plays %s: the trace's first line (line %d, %s from %q) is not a message %s opens %q with (%s); add -bind %s=AGENT",
-				init[0], entries[0].Line, first.Performative, first.Sender, init[0], p.Name, strings.Join(openers(p, init[0]), " or "), init[0])}
+			return nil, &BindingError{fmt.Sprintf("cannot tell who plays %s: the trace's first line (line %d, %s from %s) is not a message %s opens %s with (%s); add -bind %s=AGENT",
+				policy.Clip(init[0]), entries[0].Line, policy.Clip(first.Performative), policy.Quote(first.Sender), policy.Clip(init[0]), policy.Quote(p.Name), clipList(openers(p, init[0]), " or "), policy.Clip(init[0]))}
 		}
 		roles[first.Sender] = init[0]
 		unbound = slices.DeleteFunc(unbound, func(a string) bool { return a == first.Sender })
@@ -235,10 +252,10 @@ func bindRoles(p *policy.Policy, entries []Entry, bind map[string][]string) (map
 	case len(free) == 0:
 		return roles, nil // every role is played: the rest are outsiders
 	case len(free) > 1:
-		return nil, &BindingError{fmt.Sprintf("cannot tell which role %s play%s (candidates: %s); add -bind ROLE=agent[,agent...]", strings.Join(unbound, ", "), plural(len(unbound)), strings.Join(free, ", "))}
+		return nil, &BindingError{fmt.Sprintf("cannot tell which role %s play%s (candidates: %s); add -bind ROLE=agent[,agent...]", policy.QuoteList(unbound, maxListed), plural(len(unbound)), clipList(free, ", "))}
 	case len(unbound) > 1 && !p.Role(free[0]).Many:
 		return nil, &BindingError{fmt.Sprintf("cannot tell who plays %s: %s play it, but it is not a many role; add -bind %s=AGENT[,AGENT...] naming the agents that play it (each in its own conversations)",
-			free[0], wouldAll(unbound), free[0])}
+			policy.Clip(free[0]), wouldAll(unbound), policy.Clip(free[0]))}
 	}
 	for _, a := range unbound {
 		roles[a] = free[0]
@@ -246,17 +263,40 @@ func bindRoles(p *policy.Policy, entries []Entry, bind map[string][]string) (map
 	return roles, nil
 }
 
-// wouldAll renders agents as "a and b would both", "a, b and c would all".
+// maxListed is the most names a message lists; it says how many more
+// there are.
+const maxListed = 10
+
+// wouldAll renders agents as "a and b would both", "a, b and c would
+// all", or, for more than maxListed, "a, b and 12 more would all".
 func wouldAll(agents []string) string {
+	if len(agents) > maxListed {
+		return policy.QuoteList(agents, maxListed) + " would all"
+	}
 	q := make([]string, len(agents))
 	for i, a := range agents {
-		q[i] = fmt.Sprintf("%q", a)
+		q[i] = policy.Quote(a)
 	}
 	last := len(q) - 1
 	if last == 1 {
 		return q[0] + " and " + q[1] + " would both"
 	}
 	return strings.Join(q[:last], ", ") + " and " + q[last] + " would all"
+}
+
+// clipList joins names from the policy (roles, performatives), shown
+// bare, with sep: at most maxListed of them, each cut by policy.Clip, and
+// then how many more there are.
+func clipList(names []string, sep string) string {
+	shown := make([]string, min(len(names), maxListed))
+	for i := range shown {
+		shown[i] = policy.Clip(names[i])
+	}
+	out := strings.Join(shown, sep)
+	if more := len(names) - len(shown); more > 0 {
+		out += fmt.Sprintf(" and %d more", more)
+	}
+	return out
 }
 
 // openers returns the performatives role may open a conversation of p
@@ -299,8 +339,8 @@ func (c *checker) handler(cv *conversation, agent string, at time.Time) *engine.
 	if !ok {
 		if !cv.outsiders[agent] {
 			cv.outsiders[agent] = true
-			c.add(Finding{Line: c.line, Severity: SeverityError, Code: string(engine.CodeUnknownAgent), Agent: agent,
-				Message: fmt.Sprintf("agent %q plays no role of %q; bind it with -bind ROLE=%s", agent, c.p.Name, agent)})
+			c.add(Finding{Line: c.line, Severity: policy.SeverityError, Code: string(engine.CodeUnknownAgent), Agent: agent,
+				Message: fmt.Sprintf("agent %s plays no role of %s; bind it with -bind ROLE=%s", policy.Quote(agent), policy.Quote(c.p.Name), policy.Clip(agent))})
 		}
 		return nil
 	}
@@ -310,8 +350,8 @@ func (c *checker) handler(cv *conversation, agent string, at time.Time) *engine.
 		if other, ok := cv.players[role]; ok && other != agent {
 			if !cv.outsiders[agent] {
 				cv.outsiders[agent] = true
-				c.add(Finding{Line: c.line, Severity: SeverityError, Code: string(engine.CodeUnknownAgent), Agent: agent, Role: role,
-					Message: fmt.Sprintf("%q is not an agent of conversation %q: %q plays %s in it, and %s is played by one agent in each conversation", agent, cv.id, other, role, role)})
+				c.add(Finding{Line: c.line, Severity: policy.SeverityError, Code: string(engine.CodeUnknownAgent), Agent: agent, Role: role,
+					Message: fmt.Sprintf("%s is not an agent of conversation %s: %s plays %s in it, and %s is played by one agent in each conversation", policy.Quote(agent), policy.Quote(cv.id), policy.Quote(other), policy.Clip(role), policy.Clip(role))})
 			}
 			return nil
 		}
@@ -341,7 +381,7 @@ func (c *checker) opens(m *forms.Message) bool {
 func (c *checker) openingText() string {
 	var parts []string
 	for _, r := range initiators(c.p) {
-		parts = append(parts, strings.Join(openers(c.p, r), " or ")+" from "+r)
+		parts = append(parts, clipList(openers(c.p, r), " or ")+" from "+policy.Clip(r))
 	}
 	return strings.Join(parts, ", or ")
 }
@@ -353,12 +393,12 @@ func (c *checker) entry(e *Entry) {
 	cv := c.convs[m.ConversationID]
 	if cv == nil {
 		if !c.opens(m) {
-			what := "conversation " + fmt.Sprintf("%q", m.ConversationID)
+			what := "conversation " + policy.Quote(m.ConversationID)
 			if m.ConversationID == "" {
 				what = "a conversation"
 			}
-			c.add(Finding{Line: e.Line, Severity: SeverityError, Code: string(engine.CodeUnexpected), Agent: m.Sender, Role: c.roles[m.Sender],
-				Message: fmt.Sprintf("%s from %q is in %s the trace never opened, and cannot open one (a conversation of %q opens with %s)", m.Performative, m.Sender, what, c.p.Name, c.openingText())})
+			c.add(Finding{Line: e.Line, Severity: policy.SeverityError, Code: string(engine.CodeUnexpected), Agent: m.Sender, Role: c.roles[m.Sender],
+				Message: fmt.Sprintf("%s from %s is in %s the trace never opened, and cannot open one (a conversation of %s opens with %s)", policy.Clip(m.Performative), policy.Quote(m.Sender), what, policy.Quote(c.p.Name), c.openingText())})
 			return
 		}
 		cv = &conversation{id: m.ConversationID, handlers: map[string]*engine.Handler{}, players: map[string]string{}, outsiders: map[string]bool{}}
@@ -378,7 +418,7 @@ func (c *checker) entry(e *Entry) {
 func (c *checker) process(cv *conversation, agent string, h *engine.Handler, ev engine.Event) {
 	c.q.Reset()
 	if err := h.Process(ev, &c.q); err != nil {
-		c.add(Finding{Line: c.line, Severity: SeverityError, Code: string(engine.CodeUnexpected), Agent: agent, Role: c.roles[agent], Message: err.Error()})
+		c.add(Finding{Line: c.line, Severity: policy.SeverityError, Code: string(engine.CodeUnexpected), Agent: agent, Role: c.roles[agent], Message: err.Error()})
 		return
 	}
 	c.collect(cv, agent)
@@ -390,11 +430,11 @@ func (c *checker) collect(cv *conversation, agent string) {
 	for _, ev := range c.q.Events() {
 		switch e := ev.(type) {
 		case *engine.ProtocolErrorEvent:
-			c.add(Finding{Line: c.line, Severity: SeverityError, Code: string(e.Code), Agent: agent, Role: role, Message: e.Reason})
+			c.add(Finding{Line: c.line, Severity: policy.SeverityError, Code: string(e.Code), Agent: agent, Role: role, Message: e.Reason})
 		case *engine.CommitmentEvent:
 			if e.State == engine.CommitmentViolated {
-				c.add(Finding{Line: c.line, Severity: SeverityWarning, Code: CodeCommitment, Agent: agent, Role: role,
-					Message: fmt.Sprintf("commitment %q of %q to %q was violated (%s)", e.Name, e.Debtor, e.Creditor, e.Cause)})
+				c.add(Finding{Line: c.line, Severity: policy.SeverityWarning, Code: CodeCommitment, Agent: agent, Role: role,
+					Message: fmt.Sprintf("commitment %s of %s to %s was violated (%s)", policy.Quote(e.Name), policy.Quote(e.Debtor), policy.Quote(e.Creditor), e.Cause)})
 			}
 		case *engine.TimerEvent:
 			if e.Op == engine.TimerSet {
@@ -418,7 +458,13 @@ func (c *checker) fireUntil(t time.Time) {
 
 func (c *checker) result() *Result {
 	res := &Result{Summary: Summary{Complete: true, Outcomes: map[string]string{}}}
-	perAgent := map[string][]string{}
+	// Each agent's first MaxConversationOutcomes "conversation=outcome"
+	// pairs, and how many conversations it took part in.
+	type outcomes struct {
+		pairs []string
+		n     int
+	}
+	perAgent := map[string]*outcomes{}
 	var agents []string
 	for _, id := range c.order {
 		cv := c.convs[id]
@@ -426,37 +472,56 @@ func (c *checker) result() *Result {
 			h := cv.handlers[a]
 			outcome := ""
 			if h.Done() {
-				outcome = h.Outcome("")
+				outcome = policy.Clip(h.Outcome(""))
 				if peers := h.Sessions(); peers != nil {
 					outcome = outcomeSummary(h, peers)
 				}
 			} else {
 				res.Summary.Complete = false
-				state := h.State("")
+				state := policy.Clip(h.State(""))
 				if peers := h.Sessions(); peers != nil {
 					state = "sessions " + sessionStates(h, peers)
 				}
-				c.add(Finding{Line: c.line, Severity: SeverityInfo, Code: CodeUnfinished, Agent: a, Role: c.roles[a],
-					Message: fmt.Sprintf("the trace ends before %q finishes conversation %q (in state %s)", a, id, state)})
+				c.add(Finding{Line: c.line, Severity: policy.SeverityInfo, Code: CodeUnfinished, Agent: a, Role: c.roles[a],
+					Message: fmt.Sprintf("the trace ends before %s finishes conversation %s (in state %s)", policy.Quote(a), policy.Quote(id), state)})
 			}
-			if _, ok := perAgent[a]; !ok {
+			o := perAgent[a]
+			if o == nil {
+				o = &outcomes{}
+				perAgent[a] = o
 				agents = append(agents, a)
 			}
-			perAgent[a] = append(perAgent[a], id+"="+outcome)
-			res.Summary.Outcomes[a] = outcome
+			o.n++
+			if len(o.pairs) < MaxConversationOutcomes {
+				o.pairs = append(o.pairs, id+"="+outcome)
+			}
+			if o.n == 1 && len(agents) <= MaxOutcomes {
+				res.Summary.Outcomes[a] = outcome
+			}
 		}
 	}
-	for _, a := range agents {
-		if len(perAgent[a]) > 1 {
-			res.Summary.Outcomes[a] = strings.Join(perAgent[a], ",")
+	for i, a := range agents {
+		if i == MaxOutcomes {
+			c.add(Finding{Line: c.line, Severity: policy.SeverityInfo, Code: CodeOmitted,
+				Message: fmt.Sprintf("the summary lists the outcomes of the first %d agents; %d more agents are left out", MaxOutcomes, len(agents)-MaxOutcomes)})
+			break
+		}
+		if o := perAgent[a]; o.n > 1 {
+			list := strings.Join(o.pairs, ",")
+			if more := o.n - len(o.pairs); more > 0 {
+				list += fmt.Sprintf(",… and %d more", more)
+			}
+			res.Summary.Outcomes[a] = list
 		}
 	}
 	sort.SliceStable(c.findings, func(i, j int) bool { return c.findings[i].Line < c.findings[j].Line })
 	res.Findings = c.findings
-	res.Summary.Conforms = !slices.ContainsFunc(c.findings, func(f Finding) bool { return f.Severity == SeverityError })
+	res.Summary.Conforms = !slices.ContainsFunc(c.findings, func(f Finding) bool { return f.Severity == policy.SeverityError })
 	return res
 }
 
+// outcomeSummary renders the outcomes of a handler's sessions as
+// "outcome=count" pairs, sorted.
 func outcomeSummary(h *engine.Handler, peers []string) string {
 	outs := map[string]int{}
 	for _, p := range peers {
@@ -464,16 +529,22 @@ func outcomeSummary(h *engine.Handler, peers []string) string {
 	}
 	var parts []string
 	for o, n := range outs {
-		parts = append(parts, fmt.Sprintf("%s=%d", o, n))
+		parts = append(parts, fmt.Sprintf("%s=%d", policy.Clip(o), n))
 	}
 	slices.Sort(parts)
 	return strings.Join(parts, ",")
 }
 
+// sessionStates renders the states of a handler's sessions, at most
+// maxListed of them, as peer:"state" pairs.
 func sessionStates(h *engine.Handler, peers []string) string {
 	var parts []string
-	for _, p := range peers {
-		parts = append(parts, fmt.Sprintf("%s:%q", p, h.State(p)))
+	for i, p := range peers {
+		if i == maxListed {
+			parts = append(parts, fmt.Sprintf("and %d more", len(peers)-maxListed))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s:%s", policy.Clip(p), policy.Quote(h.State(p))))
 	}
 	return strings.Join(parts, " ")
 }

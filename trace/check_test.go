@@ -2,6 +2,7 @@ package trace_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -111,7 +112,7 @@ type finding struct {
 func findingsOf(res *trace.Result) []finding {
 	var out []finding
 	for _, f := range res.Findings {
-		out = append(out, finding{f.Line, f.Severity, f.Code, f.Agent, f.Role})
+		out = append(out, finding{f.Line, f.Severity.String(), f.Code, f.Agent, f.Role})
 	}
 	return out
 }
@@ -238,19 +239,19 @@ func TestCheckBindingErrors(t *testing.T) {
 			name:   "no single initiating role",
 			policy: inline(t, greeting),
 			trace:  `{"performative": "inform", "sender": "ann", "receiver": "ben", "conversation_id": "g1"}`,
-			msg:    `cannot tell which agents play which role: policy "greeting" has no single initiating role; add -bind ROLE=agent for ann, ben`,
+			msg:    `cannot tell which agents play which role: policy "greeting" has no single initiating role; add -bind ROLE=agent for "ann", "ben"`,
 		},
 		{
 			name:   "two roles left",
 			policy: inline(t, relay),
 			trace:  `{"performative": "inform", "sender": "sam", "receiver": "rita", "conversation_id": "n1"}`,
-			msg:    `cannot tell which role rita plays (candidates: Relay, Receiver); add -bind ROLE=agent[,agent...]`,
+			msg:    `cannot tell which role "rita" plays (candidates: Relay, Receiver); add -bind ROLE=agent[,agent...]`,
 		},
 		{
 			name:   "two roles left for two agents",
 			policy: inline(t, relay),
 			trace:  `{"performative": "inform", "sender": "sam", "receiver": ["rita", "rob"], "conversation_id": "n1"}`,
-			msg:    `cannot tell which role rita, rob play (candidates: Relay, Receiver)`,
+			msg:    `cannot tell which role "rita", "rob" play (candidates: Relay, Receiver)`,
 		},
 		{
 			name:   "an unknown role",
@@ -299,11 +300,11 @@ func TestCheckOneAgentPerConversation(t *testing.T) {
 		map[string][]string{"Participant": {"bob", "carol"}})
 	require.NotEmpty(t, res.Findings)
 	f := res.Findings[0]
-	assert.Equal(t, finding{2, trace.SeverityError, "PE003", "carol", "Participant"}, findingsOf(res)[0])
+	assert.Equal(t, finding{2, "error", "PE003", "carol", "Participant"}, findingsOf(res)[0])
 	assert.Equal(t, `"carol" is not an agent of conversation "c1": "bob" plays Participant in it, and Participant is played by one agent in each conversation`, f.Message)
 	// alice's handler saw carol's refuse too, and says so; in observe mode
 	// it applied it.
-	assert.Equal(t, finding{2, trace.SeverityError, "PE003", "alice", "Initiator"}, findingsOf(res)[1])
+	assert.Equal(t, finding{2, "error", "PE003", "alice", "Initiator"}, findingsOf(res)[1])
 	assert.False(t, res.Summary.Conforms)
 	assert.True(t, res.Summary.Complete, "carol has no handler in c1 to leave unfinished")
 	assert.Equal(t, "refused", res.Summary.Outcomes["carol"], "carol's own conversation is c2 only")
@@ -323,7 +324,7 @@ func TestCheckAgentsOutsideAFullBinding(t *testing.T) {
 		map[string][]string{"Initiator": {"alice"}, "Participant": {"bob"}})
 	got := findingsOf(res)
 	require.NotEmpty(t, got)
-	assert.Equal(t, finding{3, trace.SeverityError, "PE003", "mallory", ""}, got[0])
+	assert.Equal(t, finding{3, "error", "PE003", "mallory", ""}, got[0])
 	assert.Equal(t, `agent "mallory" plays no role of "fipa-request"; bind it with -bind ROLE=mallory`, res.Findings[0].Message)
 	// Reported once per conversation, not per line.
 	n := 0
@@ -333,7 +334,7 @@ func TestCheckAgentsOutsideAFullBinding(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 2, n, "once in c1, once for the conversation it cannot open: %+v", got)
-	assert.Contains(t, got, finding{5, trace.SeverityError, "PE001", "mallory", ""})
+	assert.Contains(t, got, finding{5, "error", "PE001", "mallory", ""})
 	assert.NotContains(t, res.Summary.Outcomes, "mallory")
 }
 
@@ -539,11 +540,12 @@ not json
 	assert.Equal(t, `the trace ends before "bob" finishes conversation "c2" (in state requested)`, res.Findings[11].Message)
 }
 
-// TestFindingJSON pins the JSON shape DESIGN.md §6 promises. It is the
-// regression test for findings without an agent (format problems), which
-// used to leave out "agent" and "role".
+// TestFindingJSON pins the JSON shape of findings: all six keys, always,
+// and the severity as a word. It is the regression test for findings
+// without an agent (format problems), which used to leave out "agent" and
+// "role".
 func TestFindingJSON(t *testing.T) {
-	b, err := json.Marshal(trace.Finding{Line: 3, Severity: "error", Code: "TR001", Message: "not a trace line"})
+	b, err := json.Marshal(trace.Finding{Line: 3, Severity: policy.SeverityError, Code: "TR001", Message: "not a trace line"})
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"line": 3, "severity": "error", "code": "TR001", "message": "not a trace line", "agent": "", "role": ""}`, string(b))
 
@@ -572,4 +574,42 @@ states:
 	var be *trace.BindingError
 	assert.NotErrorAs(t, err, &be)
 	assert.Contains(t, err.Error(), `policy "broken" does not compile for role "A"`)
+}
+
+// TestCheckSummaryBounded is the regression test for a summary that grew
+// with every agent and conversation: it lists at most MaxOutcomes agents,
+// says how many it left out in a TR011 info finding, and lists at most
+// MaxConversationOutcomes conversations per agent.
+func TestCheckSummaryBounded(t *testing.T) {
+	const n = trace.MaxOutcomes + 20
+	var b strings.Builder
+	var participants []string
+	for i := range n {
+		p := fmt.Sprintf("p%03d", i)
+		participants = append(participants, p)
+		fmt.Fprintf(&b, `{"performative": "request", "sender": "alice", "receiver": %q, "conversation_id": "c%03d", "reply_with": "r%d"}`+"\n", p, i, i)
+		fmt.Fprintf(&b, `{"performative": "refuse", "sender": %q, "receiver": "alice", "conversation_id": "c%03d", "in_reply_to": "r%d"}`+"\n", p, i, i)
+	}
+	res := check(t, shipped(t, "fipa-request"), b.String(), map[string][]string{"Initiator": {"alice"}, "Participant": participants})
+	assert.True(t, res.Summary.Conforms)
+	assert.True(t, res.Summary.Complete)
+	assert.Len(t, res.Summary.Outcomes, trace.MaxOutcomes)
+	assert.Equal(t, "c000=refused,c001=refused,c002=refused,c003=refused,c004=refused,c005=refused,c006=refused,c007=refused,c008=refused,c009=refused,… and 110 more",
+		res.Summary.Outcomes["alice"])
+	assert.Equal(t, "refused", res.Summary.Outcomes["p098"], "alice and the first 99 participants are listed")
+	assert.NotContains(t, res.Summary.Outcomes, "p099")
+	assert.Equal(t, []finding{{2 * n, "info", trace.CodeOmitted, "", ""}}, findingsOf(res))
+	assert.Equal(t, "the summary lists the outcomes of the first 100 agents; 21 more agents are left out", res.Findings[0].Message)
+}
+
+// TestCheckTimeGoingBackIsAWarning checks that a line whose at is before
+// the line before it is a warning: the trace still conforms, and the
+// line is checked as happening when the line before did.
+func TestCheckTimeGoingBackIsAWarning(t *testing.T) {
+	res := check(t, shipped(t, "fipa-request"), `{"at": "2026-03-01T10:00:00Z", "performative": "request", "sender": "alice", "receiver": "bob", "conversation_id": "c1", "reply_with": "r1", "reply_by": "30s"}
+{"at": "20s", "performative": "agree", "sender": "bob", "receiver": "alice", "conversation_id": "c1", "in_reply_to": "r1"}
+{"at": "10s", "performative": "inform", "sender": "bob", "receiver": "alice", "conversation_id": "c1", "in_reply_to": "r1", "content": {"done": true}}`, nil)
+	assert.True(t, res.Summary.Conforms, "%+v", res.Findings)
+	assert.Equal(t, []finding{{3, "warning", trace.CodeBackwards, "", ""}}, findingsOf(res))
+	assert.Equal(t, "at 2026-03-01T10:00:10Z is before 2026-03-01T10:00:20Z, the time of the line before; the line is read as happening then", res.Findings[0].Message)
 }

@@ -2,9 +2,14 @@
 // against policies.
 //
 // A trace is JSON Lines: one observed message per line, as a monitor
-// between the agents would see it (DESIGN.md §6). The same format is the
-// conversation manager's message journal, so any conversation Parley ran
-// can be checked afterwards.
+// between the agents would see it, with the message's envelope (at,
+// performative, sender, receiver, conversation_id, reply_with,
+// in_reply_to, reply_by, protocol, language, ontology) and its content.
+// The same format is the conversation manager's message journal, so any
+// conversation Parley ran can be checked afterwards. Read is strict: a
+// line that is not one JSON object of these fields, repeats a key, has a
+// time out of order or out of range, or breaks a limit (see Limits) is a
+// problem with a stable TR code.
 //
 // Check runs real handlers — one per agent and conversation, each in its
 // bound role, in observe mode — and feeds every line to them as a send by

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -46,13 +47,73 @@ type Problem struct {
 	Message string
 }
 
-// Codes of trace format problems.
+// Codes of trace format problems. Each line that has one is reported with
+// it; unless said otherwise, the line is not read as an entry.
 const (
 	CodeMalformed = "TR001" // a line that is not a JSON object of the trace format
 	CodeMissing   = "TR002" // a required field is absent
 	CodeBadTime   = "TR003" // at or reply_by is neither RFC 3339 nor a duration
-	CodeContent   = "TR004" // content is not a JSON object
+	CodeContent   = "TR004" // content is not a JSON object (the line is read without it)
+	CodeLimit     = "TR007" // a line, a field or the trace is larger than its limit, or nests too deep
+	CodeDuplicate = "TR008" // a JSON object in the line repeats a key
+	CodeTimeRange = "TR009" // a time outside the years 0001 to 9999, or a duration that overflows
+	CodeBackwards = "TR010" // at is before the previous line's time (the line is read at that time)
 )
+
+// Limits bound what Read accepts, so that a hostile or broken trace cannot
+// exhaust memory or make output repeat unbounded text. Exceeding one is a
+// TR007 problem.
+type Limits struct {
+	// MaxBytes is the most of a trace read: Read stops there, reporting
+	// the line it stopped in, and reads no further.
+	MaxBytes int
+	// MaxLineBytes is the longest line read; a longer one is skipped
+	// without being held in memory.
+	MaxLineBytes int
+	// MaxFieldBytes is the longest envelope value: performative, sender,
+	// each receiver, conversation_id, reply_with, in_reply_to, protocol,
+	// language, ontology, at and reply_by. content has no limit but the
+	// line's.
+	MaxFieldBytes int
+	// MaxDepth is the deepest nesting of JSON objects and arrays in a
+	// line, the line's own object counting as 1.
+	MaxDepth int
+}
+
+// DefaultLimits are the limits Read uses unless WithLimits says
+// otherwise: 64 MiB of trace, 16 MiB lines, 256-byte envelope values and
+// 64 levels of nesting.
+var DefaultLimits = Limits{
+	MaxBytes:      64 << 20,
+	MaxLineBytes:  16 << 20,
+	MaxFieldBytes: 256,
+	MaxDepth:      64,
+}
+
+// ReadOption configures Read.
+type ReadOption func(*readOptions)
+
+type readOptions struct {
+	limits Limits
+}
+
+// WithLimits replaces DefaultLimits. Zero fields keep their default.
+func WithLimits(l Limits) ReadOption {
+	return func(o *readOptions) {
+		if l.MaxBytes > 0 {
+			o.limits.MaxBytes = l.MaxBytes
+		}
+		if l.MaxLineBytes > 0 {
+			o.limits.MaxLineBytes = l.MaxLineBytes
+		}
+		if l.MaxFieldBytes > 0 {
+			o.limits.MaxFieldBytes = l.MaxFieldBytes
+		}
+		if l.MaxDepth > 0 {
+			o.limits.MaxDepth = l.MaxDepth
+		}
+	}
+}
 
 // Origin is the start of a trace whose times are all relative: durations
 // count from it.
@@ -65,10 +126,16 @@ var Origin = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 // object, is reported and still read (without that field or content).
 // Relative times ("1.5s") count from the trace's start: the first line's
 // time when that is absolute, else Origin. A line without at happens when
-// the last line read did.
-func Read(r io.Reader) ([]Entry, []Problem, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 16<<20)
+// the last line read did; a line whose at is before that is reported and
+// read as happening then. Read reads no more than the limits allow (see
+// Limits), from any reader.
+func Read(r io.Reader, opts ...ReadOption) ([]Entry, []Problem, error) {
+	o := readOptions{limits: DefaultLimits}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	lim := o.limits
+	lr := &lineReader{br: bufio.NewReaderSize(io.LimitReader(r, int64(lim.MaxBytes)+1), 64<<10), max: lim.MaxLineBytes}
 	var (
 		entries  []Entry
 		problems []Problem
@@ -76,53 +143,157 @@ func Read(r io.Reader) ([]Entry, []Problem, error) {
 		prev     time.Time
 		n        int
 	)
-	for sc.Scan() {
-		n++
-		raw := bytes.TrimSpace(sc.Bytes())
-		if len(raw) == 0 {
-			continue
-		}
-		l, unknown, err := decodeLine(raw)
-		if err != nil {
-			problems = append(problems, Problem{n, CodeMalformed, "not a trace line: " + err.Error()})
-			continue
-		}
-		for _, k := range unknown {
-			// The line is still read: a field the format does not have
-			// is reported, and the message checked without it.
-			problems = append(problems, Problem{n, CodeMalformed, unknownField(k)})
-		}
-		if start.IsZero() {
-			start = Origin
-			if t, err := time.Parse(time.RFC3339Nano, l.At); err == nil {
-				start = t
-			}
-			prev = start
-		}
-		e, p := entry(n, l, start, prev)
-		if p != nil {
-			problems = append(problems, *p)
-			if e == nil {
-				continue
-			}
-		}
-		prev = e.At
-		entries = append(entries, *e)
+	report := func(code, format string, args ...any) {
+		problems = append(problems, Problem{n, code, fmt.Sprintf(format, args...)})
 	}
-	return entries, problems, sc.Err()
+	for {
+		raw, long, err := lr.next()
+		if lr.read > int64(lim.MaxBytes) {
+			// The line the limit cut is incomplete: it is not read.
+			n++
+			report(CodeLimit, "the trace is larger than the limit of %d bytes; it is not read from here on", lim.MaxBytes)
+			return entries, problems, nil
+		}
+		if raw == nil && !long && err != nil {
+			if errors.Is(err, io.EOF) {
+				err = nil
+			}
+			return entries, problems, err
+		}
+		n++
+		raw = bytes.TrimSpace(raw)
+		switch {
+		case long:
+			report(CodeLimit, "the line is longer than the limit of %d bytes; it is not read", lim.MaxLineBytes)
+		case len(raw) == 0:
+		default:
+			if e := readLine(raw, n, lim, &start, &prev, report); e != nil {
+				entries = append(entries, *e)
+			}
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = nil
+			}
+			return entries, problems, err
+		}
+	}
 }
 
-// fields are the trace format's fields, in the order DESIGN.md §6 lists
-// them.
+// readLine reads one non-blank line n, reporting its problems, and
+// returns its entry, or nil when it has none. start and prev are the
+// trace's start and the time of the last entry read, which it updates.
+func readLine(raw []byte, n int, lim Limits, start, prev *time.Time, report func(code, format string, args ...any)) *Entry {
+	l, unknown, err := decodeLine(raw, lim.MaxDepth)
+	if err != nil {
+		var pe *lineError
+		if errors.As(err, &pe) {
+			report(pe.code, "%s", pe.msg)
+		} else {
+			report(CodeMalformed, "not a trace line: %v", err)
+		}
+		return nil
+	}
+	const shown = 10 // unknown fields reported one by one, per line
+	for i, k := range unknown {
+		if i == shown {
+			report(CodeMalformed, "%d more unknown fields, ignored", len(unknown)-shown)
+			break
+		}
+		// The line is still read: a field the format does not have is
+		// reported, and the message checked without it.
+		report(CodeMalformed, "%s", unknownField(k))
+	}
+	if name, v := l.longest(); len(v) > lim.MaxFieldBytes {
+		report(CodeLimit, "%s %s is %d bytes, more than the limit of %d; the line is not read", name, policy.Quote(v), len(v), lim.MaxFieldBytes)
+		return nil
+	}
+	if start.IsZero() {
+		*start = Origin
+		if t, err := time.Parse(time.RFC3339Nano, l.At); err == nil && inRange(t) {
+			*start = t
+		}
+		*prev = *start
+	}
+	e, p := entry(n, l, *start, *prev)
+	if p != nil {
+		report(p.Code, "%s", p.Message)
+		if e == nil {
+			return nil
+		}
+	}
+	if e.At.Before(*prev) {
+		report(CodeBackwards, "at %s is before %s, the time of the line before; the line is read as happening then",
+			e.At.UTC().Format(time.RFC3339Nano), prev.UTC().Format(time.RFC3339Nano))
+		e.At = *prev
+	}
+	*prev = e.At
+	return e
+}
+
+// lineReader reads a trace line by line, never holding more than max
+// bytes of one line: the rest of a longer line is read and dropped.
+type lineReader struct {
+	br   *bufio.Reader
+	max  int
+	read int64 // bytes read so far
+	buf  []byte
+}
+
+// next returns the next line without its newline, and whether it was
+// longer than max (then the line is nil). At the end of the input it
+// returns the last line, if it has no newline, with io.EOF.
+func (lr *lineReader) next() (line []byte, long bool, err error) {
+	lr.buf = lr.buf[:0]
+	got := false
+	for {
+		chunk, err := lr.br.ReadSlice('\n')
+		lr.read += int64(len(chunk))
+		got = got || len(chunk) > 0
+		if !long {
+			size := len(lr.buf) + len(chunk)
+			if err == nil {
+				size-- // the newline
+			}
+			if size > lr.max {
+				long, lr.buf = true, lr.buf[:0]
+			} else {
+				lr.buf = append(lr.buf, chunk...)
+			}
+		}
+		switch {
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case err != nil && !got:
+			return nil, false, err
+		case long:
+			return nil, true, err
+		}
+		return bytes.TrimSuffix(lr.buf, []byte("\n")), false, err
+	}
+}
+
+// fields are the trace format's fields, in the order the format's
+// documentation lists them.
 var fields = []string{"at", "performative", "sender", "receiver", "conversation_id", "reply_with",
 	"in_reply_to", "reply_by", "protocol", "language", "ontology", "content"}
 
 var errNotObject = errors.New("a line must be a JSON object")
 
+// lineError is a problem that makes a line no trace entry, with its own
+// code.
+type lineError struct {
+	code, msg string
+}
+
+func (e *lineError) Error() string { return e.msg }
+
 // decodeLine decodes one line: a JSON object with the trace format's
-// fields. It returns the keys the format does not have, sorted; the error
-// says why the line is no trace line at all.
-func decodeLine(raw []byte) (*Line, []string, error) {
+// fields, no key repeated in any of its objects and nested at most
+// maxDepth deep. It returns the keys the format does not have, sorted;
+// the error says why the line is no trace line at all (a *lineError when
+// it has a code of its own).
+func decodeLine(raw []byte, maxDepth int) (*Line, []string, error) {
 	if raw[0] != '{' {
 		return nil, nil, errNotObject
 	}
@@ -133,6 +304,9 @@ func decodeLine(raw []byte) (*Line, []string, error) {
 			return nil, nil, fmt.Errorf("%v (at byte %d)", se, se.Offset)
 		}
 		return nil, nil, errNotObject
+	}
+	if err := checkKeys(raw, maxDepth); err != nil {
+		return nil, nil, err
 	}
 	var l Line
 	if err := json.Unmarshal(raw, &l); err != nil {
@@ -152,6 +326,70 @@ func decodeLine(raw []byte) (*Line, []string, error) {
 	return &l, unknown, nil
 }
 
+// checkKeys walks the tokens of raw, a well-formed JSON object, and
+// reports the first key an object repeats, at any depth, and nesting
+// deeper than maxDepth. (encoding/json keeps the last of repeated keys
+// silently, and another reader may keep the first: the line means
+// different things to different readers.) It holds the keys of the open
+// objects only, so it needs no more memory than the line.
+func checkKeys(raw []byte, maxDepth int) error {
+	type object struct {
+		keys map[string]bool
+		key  bool // the next token is a key
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var stack []*object // nil entries are arrays
+	top := ""           // the top-level field the decoder is in
+	for {
+		tok, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err // cannot happen: raw is well-formed
+		}
+		var cur *object
+		if len(stack) > 0 {
+			cur = stack[len(stack)-1]
+		}
+		if cur != nil && cur.key {
+			if d, ok := tok.(json.Delim); !ok || d != '}' {
+				k, _ := tok.(string)
+				if cur.keys[k] {
+					where := ""
+					if len(stack) > 1 {
+						where = " inside " + policy.Quote(top)
+					}
+					return &lineError{CodeDuplicate, fmt.Sprintf("key %s is given twice%s; a key may appear once in an object", policy.Quote(k), where)}
+				}
+				cur.keys[k] = true
+				cur.key = false
+				if len(stack) == 1 {
+					top = k
+				}
+				continue
+			}
+		}
+		if cur != nil {
+			cur.key = true // after a value, a key (or the end) follows
+		}
+		switch tok {
+		case json.Delim('{'), json.Delim('['):
+			if len(stack) == maxDepth {
+				return &lineError{CodeLimit, fmt.Sprintf("the line nests objects and arrays more than %d deep; it is not read", maxDepth)}
+			}
+			if tok == json.Delim('{') {
+				stack = append(stack, &object{keys: map[string]bool{}, key: true})
+			} else {
+				stack = append(stack, nil)
+			}
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+		}
+	}
+}
+
 // a puts an article before a JSON value kind ("number", "object").
 func a(kind string) string {
 	if kind != "" && strings.ContainsRune("aeiou", rune(kind[0])) {
@@ -161,23 +399,89 @@ func a(kind string) string {
 }
 
 func unknownField(k string) string {
-	msg := fmt.Sprintf("unknown field %q, ignored", k)
+	msg := fmt.Sprintf("unknown field %s, ignored", policy.Quote(k))
 	if near := policy.Suggest(k, fields); near != "" {
-		msg += fmt.Sprintf("; did you mean %q?", near)
+		msg += fmt.Sprintf("; did you mean %s?", policy.Quote(near))
 	}
 	return msg
 }
 
+// longest returns the name and value of the line's longest envelope
+// value (each receiver counted apart).
+func (l *Line) longest() (name, value string) {
+	for _, f := range []struct {
+		name string
+		v    string
+	}{
+		{"at", l.At}, {"performative", l.Performative}, {"sender", l.Sender}, {"conversation_id", l.ConversationID},
+		{"reply_with", l.ReplyWith}, {"in_reply_to", l.InReplyTo}, {"reply_by", l.ReplyBy}, {"protocol", l.Protocol},
+		{"language", l.Language}, {"ontology", l.Ontology},
+	} {
+		if len(f.v) > len(value) {
+			name, value = f.name, f.v
+		}
+	}
+	var receivers []string
+	if json.Unmarshal(l.Receiver, &receivers) != nil {
+		var one string
+		if json.Unmarshal(l.Receiver, &one) == nil {
+			receivers = []string{one}
+		}
+	}
+	for _, r := range receivers {
+		if len(r) > len(value) {
+			name, value = "receiver", r
+		}
+	}
+	return name, value
+}
+
+// durationRE is the syntax of a Go duration, which time.ParseDuration
+// also rejects when the duration overflows.
+var durationRE = regexp.MustCompile(`^[-+]?(0|((\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h))+)$`)
+
+// inRange reports whether t, in UTC, falls in the years 0001 to 9999,
+// which RFC 3339 can write.
+func inRange(t time.Time) bool {
+	y := t.UTC().Year()
+	return y >= 1 && y <= 9999
+}
+
 // ParseTime reads an RFC 3339 time, or a Go duration counted from start.
+// A time outside the years 0001 to 9999 (in UTC, after its offset), or a
+// duration too large for time.Duration, is an error of its own kind (see
+// IsOutOfRange).
 func ParseTime(s string, start time.Time) (time.Time, error) {
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		if !inRange(t) {
+			return time.Time{}, &rangeError{fmt.Sprintf("%s is outside the years 0001 to 9999 in UTC", policy.Quote(s))}
+		}
 		return t, nil
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("%q is neither an RFC 3339 time nor a duration after the trace's start", s)
+		if durationRE.MatchString(s) {
+			return time.Time{}, &rangeError{fmt.Sprintf("duration %s is too long (at most about 292 years)", policy.Quote(s))}
+		}
+		return time.Time{}, fmt.Errorf("%s is neither an RFC 3339 time nor a duration after the trace's start", policy.Quote(s))
 	}
-	return start.Add(d), nil
+	t := start.Add(d)
+	if !inRange(t) {
+		return time.Time{}, &rangeError{fmt.Sprintf("%s after the trace's start is outside the years 0001 to 9999", policy.Quote(s))}
+	}
+	return t, nil
+}
+
+// rangeError is a time that parses but is out of range.
+type rangeError struct{ msg string }
+
+func (e *rangeError) Error() string { return e.msg }
+
+// IsOutOfRange reports whether err, from ParseTime, is for a time or
+// duration that is well-formed but out of range.
+func IsOutOfRange(err error) bool {
+	var re *rangeError
+	return errors.As(err, &re)
 }
 
 func entry(n int, l *Line, start, prev time.Time) (*Entry, *Problem) {
@@ -206,14 +510,14 @@ func entry(n int, l *Line, start, prev time.Time) (*Entry, *Problem) {
 	if l.At != "" {
 		t, err := ParseTime(l.At, start)
 		if err != nil {
-			return nil, &Problem{n, CodeBadTime, "at: " + err.Error()}
+			return nil, timeProblem(n, "at", err)
 		}
 		e.At = t
 	}
 	if l.ReplyBy != "" {
 		t, err := ParseTime(l.ReplyBy, start)
 		if err != nil {
-			return nil, &Problem{n, CodeBadTime, "reply_by: " + err.Error()}
+			return nil, timeProblem(n, "reply_by", err)
 		}
 		m.ReplyBy = t
 	}
@@ -223,6 +527,15 @@ func entry(n int, l *Line, start, prev time.Time) (*Entry, *Problem) {
 		}
 	}
 	return e, nil
+}
+
+// timeProblem is the problem of a field whose time ParseTime rejected.
+func timeProblem(n int, field string, err error) *Problem {
+	code := CodeBadTime
+	if IsOutOfRange(err) {
+		code = CodeTimeRange
+	}
+	return &Problem{n, code, field + ": " + err.Error()}
 }
 
 // Writer writes a trace (or journal), one message per line. It is safe
@@ -248,7 +561,7 @@ func (tw *Writer) Write(at time.Time, m *forms.Message) error {
 	case m == nil:
 		return errors.New("trace: Write of a nil message")
 	case m.Performative == "" || m.Sender == "" || len(m.Receivers) == 0 || slices.Contains(m.Receivers, ""):
-		return fmt.Errorf("trace: a message needs a performative, a sender and receivers to be a trace line (got %q from %q to %q)", m.Performative, m.Sender, m.Receivers)
+		return fmt.Errorf("trace: a message needs a performative, a sender and receivers to be a trace line (got %s from %s to [%s])", policy.Quote(m.Performative), policy.Quote(m.Sender), policy.QuoteList(m.Receivers, maxListed))
 	}
 	tw.mu.Lock()
 	defer tw.mu.Unlock()

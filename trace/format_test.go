@@ -205,6 +205,17 @@ func TestReadProblems(t *testing.T) {
 		{name: "at without a zone", line: `{"at": "2026-03-01T10:00:00", "performative": "agree", "sender": "b", "receiver": "a"}`, code: trace.CodeBadTime, message: `at: "2026-03-01T10:00:00" is neither an RFC 3339 time nor a duration after the trace's start`},
 		{name: "bad reply_by", line: `{"performative": "agree", "sender": "b", "receiver": "a", "reply_by": "30"}`, code: trace.CodeBadTime, message: `reply_by: "30" is neither an RFC 3339 time nor a duration after the trace's start`},
 		{name: "content not an object", line: `{"performative": "agree", "sender": "b", "receiver": "a", "content": true}`, code: trace.CodeContent, message: "content must be a JSON object, as the FIPA policies' conventions say", kept: true},
+		{name: "a repeated key", line: `{"performative": "agree", "sender": "b", "sender": "mallory", "receiver": "a"}`, code: trace.CodeDuplicate, message: `key "sender" is given twice; a key may appear once in an object`},
+		{name: "a repeated key in content", line: `{"performative": "agree", "sender": "b", "receiver": "a", "content": {"offer": {"price": 1, "price": 2}}}`, code: trace.CodeDuplicate, message: `key "price" is given twice inside "content"; a key may appear once in an object`},
+		{name: "a repeated key in a list's object", line: `{"performative": "agree", "sender": "b", "receiver": "a", "content": {"items": [{"a": 1}, {"a": 2, "a": 3}]}}`, code: trace.CodeDuplicate, message: `key "a" is given twice inside "content"; a key may appear once in an object`},
+		{name: "nested too deep", line: `{"performative": "agree", "sender": "b", "receiver": "a", "content": {"x": ` + strings.Repeat("[", 63) + strings.Repeat("]", 63) + `}}`, code: trace.CodeLimit, message: "the line nests objects and arrays more than 64 deep; it is not read"},
+		{name: "at before the year 1 in UTC", line: `{"at": "0001-01-01T00:00:00+01:00", "performative": "agree", "sender": "b", "receiver": "a"}`, code: trace.CodeTimeRange, message: `at: "0001-01-01T00:00:00+01:00" is outside the years 0001 to 9999 in UTC`},
+		{name: "at after the year 9999 in UTC", line: `{"at": "9999-12-31T23:30:00-01:00", "performative": "agree", "sender": "b", "receiver": "a"}`, code: trace.CodeTimeRange, message: `at: "9999-12-31T23:30:00-01:00" is outside the years 0001 to 9999 in UTC`},
+		{name: "a duration that overflows", line: `{"at": "3000000h", "performative": "agree", "sender": "b", "receiver": "a"}`, code: trace.CodeTimeRange, message: `at: duration "3000000h" is too long (at most about 292 years)`},
+		{name: "reply_by out of range", line: `{"performative": "agree", "sender": "b", "receiver": "a", "reply_by": "0000-12-31T23:00:00Z"}`, code: trace.CodeTimeRange, message: `reply_by: "0000-12-31T23:00:00Z" is outside the years 0001 to 9999 in UTC`},
+		{name: "at before the line before", line: `{"at": "-1s", "performative": "agree", "sender": "b", "receiver": "a"}`, code: trace.CodeBackwards, message: "at 1999-12-31T23:59:59Z is before 2000-01-01T00:00:00Z, the time of the line before; the line is read as happening then", kept: true},
+		{name: "a sender longer than the field limit", line: `{"performative": "agree", "sender": "` + strings.Repeat("b", 300) + `", "receiver": "a"}`, code: trace.CodeLimit, message: `sender "` + strings.Repeat("b", 64) + `"… is 300 bytes, more than the limit of 256; the line is not read`},
+		{name: "a receiver longer than the field limit", line: `{"performative": "agree", "sender": "b", "receiver": ["a", "` + strings.Repeat("c", 257) + `"]}`, code: trace.CodeLimit, message: `receiver "` + strings.Repeat("c", 64) + `"… is 257 bytes, more than the limit of 256; the line is not read`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -223,6 +234,121 @@ func TestReadProblems(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestReadKeysOncePerObject checks that a key may appear again in another
+// object, and that a trace whose times stay in range reads cleanly up to
+// the last moment RFC 3339 can write.
+func TestReadKeysOncePerObject(t *testing.T) {
+	in := `{"at": "9999-12-31T23:59:58Z", "performative": "inform", "sender": "b", "receiver": "a", "content": {"x": {"a": 1}, "y": {"a": 2}, "z": [{"a": 3}, {"a": 4}]}}
+{"at": "1s", "performative": "inform", "sender": "b", "receiver": "a"}`
+	entries, problems, err := trace.Read(strings.NewReader(in))
+	require.NoError(t, err)
+	assert.Empty(t, problems)
+	require.Len(t, entries, 2)
+	assert.Equal(t, time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC), entries[1].At.UTC())
+}
+
+// TestReadDurationOutOfRange checks a duration that takes the trace's
+// start past the year 9999.
+func TestReadDurationOutOfRange(t *testing.T) {
+	in := `{"at": "9999-12-31T23:59:59Z", "performative": "inform", "sender": "b", "receiver": "a"}
+{"at": "1h", "performative": "inform", "sender": "b", "receiver": "a"}`
+	entries, problems, err := trace.Read(strings.NewReader(in))
+	require.NoError(t, err)
+	assert.Len(t, entries, 1)
+	assert.Equal(t, []trace.Problem{{Line: 2, Code: trace.CodeTimeRange, Message: `at: "1h" after the trace's start is outside the years 0001 to 9999`}}, problems)
+}
+
+// TestReadHugeFieldsBounded is the regression test for a 5 MB sender or
+// performative, which a finding would have quoted in full: the problem
+// shows a prefix of it and an ellipsis.
+func TestReadHugeFieldsBounded(t *testing.T) {
+	huge := strings.Repeat("x", 5<<20)
+	for _, tt := range []struct {
+		name, line string
+	}{
+		{name: "sender", line: `{"performative": "agree", "sender": "` + huge + `", "receiver": "a"}`},
+		{name: "performative", line: `{"performative": "` + huge + `", "sender": "b", "receiver": "a"}`},
+		{name: "unknown field", line: `{"performative": "agree", "sender": "b", "receiver": "a", "` + huge + `": 1}`},
+		{name: "repeated key", line: `{"performative": "agree", "sender": "b", "receiver": "a", "content": {"` + huge + `": 1, "` + huge + `": 2}}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, problems, err := trace.Read(strings.NewReader(tt.line))
+			require.NoError(t, err)
+			require.NotEmpty(t, problems)
+			for _, p := range problems {
+				assert.Less(t, len(p.Message), 512, p.Message[:min(len(p.Message), 200)])
+				assert.Contains(t, p.Message, `"`+strings.Repeat("x", 64)+`"…`)
+			}
+		})
+	}
+}
+
+// TestReadLimits checks each of Read's limits: what breaks one is
+// reported, and reading goes on where it can.
+func TestReadLimits(t *testing.T) {
+	good := `{"performative": "request", "sender": "a", "receiver": "b"}`
+	t.Run("a line longer than the limit is skipped", func(t *testing.T) {
+		long := `{"performative": "request", "sender": "a", "receiver": "b", "content": {"x": "` + strings.Repeat("y", 200) + `"}}`
+		in := good + "\n" + long + "\n" + good
+		entries, problems, err := trace.Read(strings.NewReader(in), trace.WithLimits(trace.Limits{MaxLineBytes: len(good)}))
+		require.NoError(t, err)
+		assert.Equal(t, []trace.Problem{{Line: 2, Code: trace.CodeLimit, Message: fmt.Sprintf("the line is longer than the limit of %d bytes; it is not read", len(good))}}, problems)
+		assert.Equal(t, []int{1, 3}, lineNumbers(entries))
+	})
+	t.Run("a line of exactly the limit is read, with or without its newline", func(t *testing.T) {
+		entries, problems, err := trace.Read(strings.NewReader(good+"\n"+good), trace.WithLimits(trace.Limits{MaxLineBytes: len(good)}))
+		require.NoError(t, err)
+		assert.Empty(t, problems)
+		assert.Equal(t, []int{1, 2}, lineNumbers(entries))
+	})
+	t.Run("a trace larger than the limit is read up to it", func(t *testing.T) {
+		in := strings.Repeat(good+"\n", 5)
+		entries, problems, err := trace.Read(strings.NewReader(in), trace.WithLimits(trace.Limits{MaxBytes: 2*len(good) + 10}))
+		require.NoError(t, err)
+		assert.Equal(t, []trace.Problem{{Line: 3, Code: trace.CodeLimit, Message: fmt.Sprintf("the trace is larger than the limit of %d bytes; it is not read from here on", 2*len(good)+10)}}, problems)
+		assert.Equal(t, []int{1, 2}, lineNumbers(entries))
+	})
+	t.Run("a trace of exactly the limit is read", func(t *testing.T) {
+		in := good + "\n" + good + "\n"
+		entries, problems, err := trace.Read(strings.NewReader(in), trace.WithLimits(trace.Limits{MaxBytes: len(in)}))
+		require.NoError(t, err)
+		assert.Empty(t, problems)
+		assert.Len(t, entries, 2)
+	})
+	t.Run("a smaller field limit", func(t *testing.T) {
+		_, problems, err := trace.Read(strings.NewReader(good), trace.WithLimits(trace.Limits{MaxFieldBytes: 5}))
+		require.NoError(t, err)
+		assert.Equal(t, []trace.Problem{{Line: 1, Code: trace.CodeLimit, Message: `performative "request" is 7 bytes, more than the limit of 5; the line is not read`}}, problems)
+	})
+	t.Run("a smaller depth limit", func(t *testing.T) {
+		_, problems, err := trace.Read(strings.NewReader(`{"performative": "a", "sender": "b", "receiver": "c", "content": {"x": {}}}`), trace.WithLimits(trace.Limits{MaxDepth: 2}))
+		require.NoError(t, err)
+		assert.Equal(t, []trace.Problem{{Line: 1, Code: trace.CodeLimit, Message: "the line nests objects and arrays more than 2 deep; it is not read"}}, problems)
+	})
+	t.Run("unknown fields are reported ten at a time", func(t *testing.T) {
+		var b strings.Builder
+		b.WriteString(`{"performative": "request", "sender": "a", "receiver": "b"`)
+		for i := range 12 {
+			fmt.Fprintf(&b, `, "x%02d": 1`, i)
+		}
+		b.WriteString("}")
+		entries, problems, err := trace.Read(strings.NewReader(b.String()))
+		require.NoError(t, err)
+		assert.Len(t, entries, 1)
+		require.Len(t, problems, 11)
+		assert.Equal(t, `unknown field "x00", ignored`, problems[0].Message)
+		assert.Equal(t, "2 more unknown fields, ignored", problems[10].Message)
+	})
+}
+
+func lineNumbers(es []trace.Entry) []int {
+	var out []int
+	for _, e := range es {
+		out = append(out, e.Line)
+	}
+	return out
 }
 
 func TestReadAllFields(t *testing.T) {
@@ -264,10 +390,11 @@ func TestReadIOError(t *testing.T) {
 
 func TestParseTime(t *testing.T) {
 	tests := []struct {
-		name string
-		in   string
-		want time.Time
-		err  string
+		name       string
+		in         string
+		want       time.Time
+		err        string
+		outOfRange bool
 	}{
 		{name: "RFC 3339", in: "2026-03-01T10:00:00Z", want: t0},
 		{name: "RFC 3339 with an offset", in: "2026-03-01T12:00:00+02:00", want: t0},
@@ -276,6 +403,10 @@ func TestParseTime(t *testing.T) {
 		{name: "compound duration", in: "1h2m3s", want: trace.Origin.Add(time.Hour + 2*time.Minute + 3*time.Second)},
 		{name: "zero", in: "0s", want: trace.Origin},
 		{name: "bare number", in: "30", err: `"30" is neither an RFC 3339 time nor a duration after the trace's start`},
+		{name: "year 0 after the offset", in: "0001-01-01T00:59:59+01:00", err: `"0001-01-01T00:59:59+01:00" is outside the years 0001 to 9999 in UTC`, outOfRange: true},
+		{name: "an overflowing duration", in: "99999999999s", err: `duration "99999999999s" is too long (at most about 292 years)`, outOfRange: true},
+		{name: "the longest duration", in: "2562047h", want: trace.Origin.Add(2562047 * time.Hour)},
+		{name: "a long name is quoted with Quote", in: strings.Repeat("z", 100), err: `"` + strings.Repeat("z", 64) + `"… is neither an RFC 3339 time nor a duration after the trace's start`},
 		{name: "empty", in: "", err: `"" is neither an RFC 3339 time nor a duration after the trace's start`},
 	}
 	for _, tt := range tests {
@@ -283,6 +414,7 @@ func TestParseTime(t *testing.T) {
 			got, err := trace.ParseTime(tt.in, trace.Origin)
 			if tt.err != "" {
 				require.EqualError(t, err, tt.err)
+				assert.Equal(t, tt.outOfRange, trace.IsOutOfRange(err))
 				return
 			}
 			require.NoError(t, err)
@@ -422,7 +554,10 @@ func TestWriterConcurrent(t *testing.T) {
 	}
 	entries, problems, err := trace.Read(&buf)
 	require.NoError(t, err)
-	require.Empty(t, problems)
+	for _, p := range problems {
+		// Goroutines interleave their lines, so times may go back.
+		require.Equal(t, trace.CodeBackwards, p.Code, p.Message)
+	}
 	require.Len(t, entries, goroutines*each)
 	next := map[string]int{} // each goroutine's lines stay in its order
 	for _, e := range entries {

@@ -16,7 +16,7 @@ import (
 const traces = "../../testdata/traces"
 
 // traceCases lists every example trace in traces: the -bind flags it
-// needs (only where DESIGN.md §6 says the binding cannot be inferred) and
+// needs (only where the binding cannot be inferred from the trace) and
 // the exit code cpvalidate trace gives it. The policy comes from the file
 // name's prefix (see tracePolicyFor).
 var traceCases = []struct {
@@ -42,6 +42,9 @@ var traceCases = []struct {
 	{name: "request-interleaved", code: exitOK},
 	{name: "request-incomplete", code: exitOK}, // incomplete, but nothing wrong
 	{name: "request-format", code: exitErrors},
+	// A repeated key (at the top and in content) and a time out of
+	// range are errors; a time going back is a warning.
+	{name: "request-strict", code: exitErrors},
 	// FIPA Query.
 	{name: "query-if-holds", code: exitOK},
 	{name: "query-ref-result", code: exitOK},
@@ -138,7 +141,7 @@ type traceSummary struct {
 }
 
 // traceJSON decodes the -format json output, checking it has exactly the
-// shape DESIGN.md §6 promises: finding objects with six keys, then one
+// shape cpvalidate trace promises: finding objects with six keys, then one
 // summary object.
 func traceJSON(t *testing.T, out string) ([]traceFinding, traceSummary) {
 	t.Helper()
@@ -364,7 +367,7 @@ func TestTraceUsageErrors(t *testing.T) {
 		{
 			name:   "bind needed: no single initiating role",
 			args:   []string{"trace", "testdata/trace/greeting.yaml", "testdata/trace/greeting.jsonl"},
-			stderr: []string{`policy "greeting" has no single initiating role; add -bind ROLE=agent for ann, ben`},
+			stderr: []string{`policy "greeting" has no single initiating role; add -bind ROLE=agent for "ann", "ben"`},
 		},
 		{
 			name:   "bind with an unknown role",
