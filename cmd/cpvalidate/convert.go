@@ -131,7 +131,7 @@ func verifyConversion(p *policy.Policy, to policy.Format, out []byte) error {
 	if a, b := docsOf(p), docsOf(q); !slices.Equal(a, b) {
 		for i := range min(len(a), len(b)) {
 			if a[i] != b[i] {
-				return fmt.Errorf("changed documentation: %q became %q", a[i], b[i])
+				return fmt.Errorf("changed documentation: %s became %s", policy.Quote(a[i]), policy.Quote(b[i]))
 			}
 		}
 		return fmt.Errorf("changed the number of doc strings from %d to %d", len(a), len(b))

@@ -8,7 +8,7 @@
 //	cpvalidate [-format text|json|sarif] [-max N] [-q] PATH...
 //	cpvalidate convert -to yaml|xml [-o FILE] FILE
 //	cpvalidate graph [-format mermaid|dot] [-role ROLE] FILE
-//	cpvalidate trace [-bind ROLE=agent[,agent...]]... [-format text|json] POLICY TRACE
+//	cpvalidate trace [-bind ROLE=agent[,agent...]]... [-format text|json] [-max N] POLICY TRACE
 //	cpvalidate help [COMMAND]
 //
 // A PATH that is a directory stands for every .yaml, .yml and .xml file

@@ -75,9 +75,9 @@ func runGraph(c *command, opts any, args []string, stdout, stderr io.Writer) int
 			}
 			hint := ""
 			if s := policy.Suggest(o.role, roles); s != "" {
-				hint = fmt.Sprintf("did you mean %q? ", s)
+				hint = fmt.Sprintf("did you mean %s? ", policy.Quote(s))
 			}
-			return c.usageError(stderr, "policy %q has no role %q; %sits roles are %s", p.Name, o.role, hint, strings.Join(roles, ", "))
+			return c.usageError(stderr, "policy %s has no role %s; %sits roles are %s", policy.Quote(p.Name), policy.Quote(o.role), hint, policy.QuoteList(roles, 10))
 		}
 		proj, ds := policy.Project(p, o.role)
 		if ds.HasErrors() {

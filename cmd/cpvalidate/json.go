@@ -15,7 +15,10 @@ type jsonReport struct {
 }
 
 type jsonPolicy struct {
-	File        string `json:"file"`
+	File string `json:"file"`
+	// Name and Version are cut to policy.MaxQuoted bytes, with an
+	// ellipsis, when longer (policy.Clip): output never repeats unbounded
+	// text from a file.
 	Name        string `json:"name"`
 	Version     string `json:"version"`
 	Fingerprint string `json:"fingerprint"`
@@ -62,7 +65,7 @@ func writeJSON(w io.Writer, rep *report, max int) error {
 	for _, f := range rep.files {
 		jp := jsonPolicy{File: f.path, Errors: f.errors, Warnings: f.warns, OK: f.ok()}
 		if p := f.policy; p != nil {
-			jp.Name, jp.Version, jp.Fingerprint = p.Name, p.Version, p.Fingerprint()
+			jp.Name, jp.Version, jp.Fingerprint = policy.Clip(p.Name), policy.Clip(p.Version), p.Fingerprint()
 			jp.States, jp.Roles = len(p.States), len(p.Roles)
 		}
 		out.Policies = append(out.Policies, jp)

@@ -269,8 +269,7 @@ func TestSARIFColumnsCountUTF16(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "p.yaml")
 	line := "ä😀 x\n" // ä is 2 bytes and 1 unit; 😀 is 4 bytes and 2 units
-	require.NoError(t, os.WriteFile(path, []byte("first\n"+line), 0o644))
-	m := newColumnMapper()
+	m := newColumnMapper(map[string][]byte{path: []byte("first\n" + line)})
 	byteCol := 1 + len("ä😀 ")
 	assert.Equal(t, 1+1+2+1, m.utf16Col(policy.Pos{File: path, Line: 2, Col: byteCol}))
 	assert.Equal(t, 3, m.utf16Col(policy.Pos{File: path, Line: 1, Col: 3}))
@@ -345,7 +344,7 @@ func TestUsageErrors(t *testing.T) {
 		{name: "convert to an unwritable file", args: []string{"convert", "-to", "xml", "-o", filepath.Join(empty, "no", "such", "dir.xml"), shipped + "/fipa-request.yaml"}, stderr: []string{"no such file or directory"}},
 		{name: "graph without file", args: []string{"graph"}, stderr: []string{"no policy file given"}},
 		{name: "graph bad format", args: []string{"graph", "-format", "png", shipped + "/fipa-request.yaml"}, stderr: []string{"must be one of mermaid, dot"}},
-		{name: "graph unknown role", args: []string{"graph", "-role", "Initator", shipped + "/fipa-request.yaml"}, stderr: []string{`policy "fipa-request" has no role "Initator"; did you mean "Initiator"? its roles are Initiator, Participant`}},
+		{name: "graph unknown role", args: []string{"graph", "-role", "Initator", shipped + "/fipa-request.yaml"}, stderr: []string{`policy "fipa-request" has no role "Initator"; did you mean "Initiator"? its roles are "Initiator", "Participant"`}},
 		{name: "graph unknown flag", args: []string{"graph", "-rol", "Initiator", shipped + "/fipa-request.yaml"}, stderr: []string{"flag provided but not defined: -rol", "cpvalidate graph -h"}},
 	}
 	for _, tt := range tests {

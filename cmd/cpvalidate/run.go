@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/parleyhq/parley/policy"
 )
 
 // Exit codes.
@@ -84,7 +86,7 @@ func runHelp(args []string, stdout, stderr io.Writer) int {
 			printUsage(c, stdout)
 			return exitOK
 		}
-		fmt.Fprintf(stderr, "cpvalidate help: unknown command %q (commands: %s)\n", args[0], strings.Join(subcommands(), ", "))
+		fmt.Fprintf(stderr, "cpvalidate help: unknown command %s (commands: %s)\n", policy.Quote(args[0]), strings.Join(subcommands(), ", "))
 		return exitUsage
 	}
 	fmt.Fprintln(stderr, "cpvalidate help: too many arguments; usage: cpvalidate help [COMMAND]")

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"os"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
@@ -166,7 +165,11 @@ func writeSARIF(w io.Writer, rep *report, max int) error {
 			Roles:    []string{"analysisTarget"},
 		})
 	}
-	cols := newColumnMapper()
+	sources := map[string][]byte{}
+	for _, f := range rep.files {
+		sources[f.path] = f.src
+	}
+	cols := newColumnMapper(sources)
 	loc := func(pos policy.Pos) sarifPhysicalLocation {
 		pl := sarifPhysicalLocation{ArtifactLocation: sarifArtifactLocation{URI: fileURI(pos.File)}}
 		if i, ok := artifactIndex[pos.File]; ok {
@@ -210,6 +213,9 @@ func writeSARIF(w io.Writer, rep *report, max int) error {
 	inv := sarifInvocation{ExecutionSuccessful: len(rep.ioErrors) == 0}
 	for _, err := range rep.ioErrors {
 		inv.ToolExecutionNotifications = append(inv.ToolExecutionNotifications, sarifNotification{Level: "error", Message: sarifMessage{Text: err.Error()}})
+	}
+	for _, n := range rep.notes {
+		inv.ToolExecutionNotifications = append(inv.ToolExecutionNotifications, sarifNotification{Level: "note", Message: sarifMessage{Text: n}})
 	}
 	if more > 0 {
 		inv.ToolExecutionNotifications = append(inv.ToolExecutionNotifications, sarifNotification{Level: "note",
@@ -261,20 +267,25 @@ func fileURI(path string) string {
 }
 
 // columnMapper converts byte columns to UTF-16 code unit columns, which
-// is what SARIF counts by default, reading each file once.
+// is what SARIF counts by default, from the files as validation read
+// them: it reads no file itself (a file read again could have changed, or
+// be a pipe that has nothing more to give).
 type columnMapper struct {
-	lines map[string][][]byte
+	sources map[string][]byte
+	lines   map[string][][]byte
 }
 
-func newColumnMapper() *columnMapper { return &columnMapper{lines: map[string][][]byte{}} }
+// newColumnMapper maps columns in sources, the files' contents by path; a
+// position in any other file keeps its byte column.
+func newColumnMapper(sources map[string][]byte) *columnMapper {
+	return &columnMapper{sources: sources, lines: map[string][][]byte{}}
+}
 
 func (m *columnMapper) utf16Col(pos policy.Pos) int {
 	lines, ok := m.lines[pos.File]
 	if !ok {
-		if src, err := os.ReadFile(pos.File); err == nil {
-			for line := range strings.Lines(string(src)) {
-				lines = append(lines, []byte(line))
-			}
+		for line := range strings.Lines(string(m.sources[pos.File])) {
+			lines = append(lines, []byte(line))
 		}
 		m.lines[pos.File] = lines
 	}

@@ -85,16 +85,17 @@ func writeSummary(w io.Writer, rep *report) {
 	fmt.Fprintln(w, line)
 }
 
-// nameVersion renders "name v1", with "-" for what the file lacks.
+// nameVersion renders "name v1", with "-" for what the file lacks; a
+// name or version longer than policy.MaxQuoted bytes is cut (policy.Clip).
 func nameVersion(p *policy.Policy) string {
-	name := p.Name
+	name := policy.Clip(p.Name)
 	if name == "" {
 		name = "-"
 	}
 	if p.Version == "" {
 		return name
 	}
-	return name + " v" + strings.TrimPrefix(p.Version, "v")
+	return name + " v" + policy.Clip(strings.TrimPrefix(p.Version, "v"))
 }
 
 // problems renders "3 errors, 1 warning", leaving out zero counts.

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/parleyhq/parley/engine"
 	"github.com/parleyhq/parley/policies"
 	"github.com/parleyhq/parley/policy"
 )
@@ -23,7 +24,7 @@ Usage:
   cpvalidate [flags] PATH...
   cpvalidate convert -to yaml|xml [-o FILE] FILE
   cpvalidate graph [-format mermaid|dot] [-role ROLE] FILE
-  cpvalidate trace [-bind ROLE=agent[,agent...]]... [-format text|json] POLICY TRACE
+  cpvalidate trace [-bind ROLE=agent[,agent...]]... [-format text|json] [-max N] POLICY TRACE
   cpvalidate help [COMMAND]
 
 Commands:
@@ -34,7 +35,11 @@ Commands:
   help     print this help, or a command's ("cpvalidate help graph")
 
 A PATH that is a directory stands for every .yaml, .yml and .xml file
-under it, recursively; hidden files and directories are skipped. Child
+under it, recursively; hidden files and directories are skipped, and so
+are symbolic links and other files that are not regular files (each with
+a note on stderr): a walk never follows a link out of the directory. A
+PATH named on the command line may be a link. At most ` + fmt.Sprint(policy.DefaultLimits.MaxBytes) + ` bytes
+(` + fmt.Sprint(policy.DefaultLimits.MaxBytes>>20) + ` MiB) of a file are read; a larger one is a CP006 error. Child
 policies are looked up by name among the policies given, then among the
 policies Parley ships.
 
@@ -71,7 +76,10 @@ func validateFlags(fs *flag.FlagSet) any {
 
 // fileResult is what validating one policy file found.
 type fileResult struct {
-	path   string
+	path string
+	// src is the file as read, kept for SARIF's columns so that the file
+	// is read once (a pipe cannot be read again); nil when it was not.
+	src    []byte
 	policy *policy.Policy // nil when the file could not be loaded at all
 	diags  policy.Diagnostics
 	errors int
@@ -87,6 +95,8 @@ type report struct {
 	diags policy.Diagnostics
 	// ioErrors are the files that could not be read.
 	ioErrors []error
+	// notes are what the directory walks skipped, and why.
+	notes []string
 }
 
 func (r *report) totals() (ok, errs, warns int) {
@@ -110,7 +120,10 @@ func runValidate(c *command, opts any, args []string, stdout, stderr io.Writer) 
 	if o.max < 0 {
 		return c.usageError(stderr, "-max must be 0 (no limit) or more, not %d", o.max)
 	}
-	files, errs := expandPaths(args)
+	files, notes, errs := expandPaths(args)
+	for _, n := range notes {
+		fmt.Fprintf(stderr, "cpvalidate: note: %s\n", n)
+	}
 	if len(errs) > 0 {
 		for _, err := range errs {
 			fmt.Fprintf(stderr, "cpvalidate: %v\n", err)
@@ -118,6 +131,7 @@ func runValidate(c *command, opts any, args []string, stdout, stderr io.Writer) 
 		return exitUsage
 	}
 	rep := validateFiles(files)
+	rep.notes = notes
 	for _, err := range rep.ioErrors {
 		fmt.Fprintf(stderr, "cpvalidate: %v\n", err)
 	}
@@ -149,10 +163,12 @@ func runValidate(c *command, opts any, args []string, stdout, stderr io.Writer) 
 }
 
 // expandPaths turns the command line's paths into policy files, in order,
-// each once. A directory stands for the policy files under it.
-func expandPaths(args []string) ([]string, []error) {
-	var files []string
-	var errs []error
+// each once. A directory stands for the regular policy files under it; a
+// walk skips symbolic links and other files that are not regular (a
+// device or a pipe would block or never end) and says so in a note that
+// names the file, never what a link points to. A path on the command
+// line is used as it is, link or not.
+func expandPaths(args []string) (files, notes []string, errs []error) {
 	seen := map[string]bool{}
 	add := func(path string) {
 		key := filepath.Clean(path)
@@ -174,12 +190,19 @@ func expandPaths(args []string) ([]string, []error) {
 			add(arg)
 			continue
 		}
+		root := arg
+		if li, err := os.Lstat(arg); err == nil && li.Mode()&fs.ModeSymlink != 0 {
+			// A directory named by a link: walk the directory it names
+			// (WalkDir does not follow a root that is a link, but does
+			// follow one that ends in a separator).
+			root = arg + string(filepath.Separator)
+		}
 		found := 0
-		err = filepath.WalkDir(arg, func(path string, d fs.DirEntry, err error) error {
+		err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return err
 			}
-			if path != arg && strings.HasPrefix(d.Name(), ".") {
+			if path != root && strings.HasPrefix(d.Name(), ".") {
 				if d.IsDir() {
 					return filepath.SkipDir
 				}
@@ -188,7 +211,15 @@ func expandPaths(args []string) ([]string, []error) {
 			if d.IsDir() {
 				return nil
 			}
-			if _, ok := policy.FormatOf(path); ok {
+			if _, ok := policy.FormatOf(path); !ok {
+				return nil
+			}
+			switch t := d.Type(); {
+			case t&fs.ModeSymlink != 0:
+				notes = append(notes, fmt.Sprintf("%s: skipped: a symbolic link (a directory walk follows no links; name the file to check it)", path))
+			case !t.IsRegular():
+				notes = append(notes, fmt.Sprintf("%s: skipped: not a regular file (a directory walk reads regular files only; name the file to check it)", path))
+			default:
 				found++
 				add(path)
 			}
@@ -201,7 +232,7 @@ func expandPaths(args []string) ([]string, []error) {
 			errs = append(errs, fmt.Errorf("%s: no policy files (.yaml, .yml or .xml) in this directory", arg))
 		}
 	}
-	return files, errs
+	return files, notes, errs
 }
 
 // pathError explains a path that cannot be used. A missing path that
@@ -226,12 +257,16 @@ func validateFiles(paths []string) *report {
 	rep := &report{}
 	byName := map[string]*policy.Policy{}
 	for _, path := range paths {
-		p, ds, err := policy.LoadFile(path)
+		src, ds, err := policy.ReadFile(path)
 		if err != nil {
 			rep.ioErrors = append(rep.ioErrors, err)
 			continue
 		}
-		rep.files = append(rep.files, &fileResult{path: path, policy: p, diags: ds})
+		var p *policy.Policy
+		if ds == nil {
+			p, ds = policy.Load(path, src)
+		}
+		rep.files = append(rep.files, &fileResult{path: path, src: src, policy: p, diags: ds})
 		if p != nil && p.Name != "" {
 			if _, dup := byName[p.Name]; !dup {
 				byName[p.Name] = p
@@ -246,7 +281,10 @@ func validateFiles(paths []string) *report {
 	}
 	for _, f := range rep.files {
 		if f.policy != nil {
-			f.diags = append(f.diags, policy.CheckPolicy(f.policy, policy.WithPolicies(resolve))...)
+			// The engine's own check-then-compile step: what validates
+			// clean here is what a manager registers. Its diagnostics
+			// include the load diagnostics.
+			_, f.diags = engine.Check(f.policy, engine.WithPolicies(resolve))
 		}
 		for i := range f.diags {
 			if f.diags[i].Pos.File == "" {
