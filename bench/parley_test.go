@@ -1,9 +1,7 @@
 package bench
 
 import (
-	"context"
 	"fmt"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -538,87 +536,4 @@ func (c *parleyContractNet) run(conv string) error {
 		}
 	}
 	return nil
-}
-
-// The manager: one Request conversation end to end per op over the
-// in-process bus, many in flight.
-
-// answers is decision logic that answers by decision point.
-type answers map[string]decision.Answer
-
-func (a answers) Decide(_ context.Context, req *decision.Request) (decision.Answer, error) {
-	return a[req.Point], nil // no entry: wait
-}
-
-// newManagers connects alice (who requests) and bob (who agrees and
-// informs the result) over a bus. Ended conversations are kept for the
-// default minute: Wait on a conversation swept after its retention fails,
-// and on this shared machine a goroutine can stall for more than a second.
-func newManagers(tb testing.TB) (alice *engine.Manager) {
-	p, err := policies.Load("fipa-request")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	quiet := slog.New(slog.DiscardHandler)
-	bus := engine.NewBus()
-	alice = engine.NewManager("alice", engine.WithLogger(quiet),
-		engine.WithDecider(answers{stStart: {Choice: trRequest, Content: map[string]any{"action": "x"}}}))
-	bob := engine.NewManager("bob", engine.WithLogger(quiet),
-		engine.WithDecider(answers{stRequested: {Choice: trAgree}, stAgreed: {Choice: trInformResult, Content: map[string]any{"result": 42}}}))
-	for _, m := range []*engine.Manager{alice, bob} {
-		if err := m.Register(p); err != nil {
-			tb.Fatal(err)
-		}
-		bus.Connect(m)
-		tb.Cleanup(m.Close)
-	}
-	return alice
-}
-
-var requestPeers = map[string][]string{"Participant": {"bob"}}
-
-func managerConversation(ctx context.Context, alice *engine.Manager) error {
-	id, err := alice.Start(ctx, "fipa-request", "Initiator", requestPeers, nil)
-	if err != nil {
-		return err
-	}
-	outcome, err := alice.Wait(ctx, id)
-	if err != nil {
-		return err
-	}
-	if outcome != stResult {
-		return fmt.Errorf("conversation %s ended with %q, want %q", id, outcome, stResult)
-	}
-	return nil
-}
-
-// BenchmarkManagerRequest: one FIPA Request conversation end to end per
-// op through two managers on the in-process bus; 16 per core in flight.
-func BenchmarkManagerRequest(b *testing.B) {
-	b.Run(libParley, func(b *testing.B) {
-		alice := newManagers(b)
-		ctx := context.Background()
-		b.ReportAllocs()
-		b.SetParallelism(16)
-		b.ResetTimer()
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				if err := managerConversation(ctx, alice); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		})
-	})
-}
-
-func TestManagerRequest(t *testing.T) {
-	alice := newManagers(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	for range 3 {
-		if err := managerConversation(ctx, alice); err != nil {
-			t.Fatal(err)
-		}
-	}
 }
