@@ -13,6 +13,12 @@
 // of the runs (-count). The last column is Parley's ratio to the best
 // peer, on the scenario's custom metric if Parley and a peer both report
 // one, else on ns/op.
+//
+// The libraries "manager" and "bare" are not peers but two ways of running
+// Parley (through agent.Manager, and its bare handlers driven by hand):
+// their scenarios get a second table, whose last column is the manager's
+// cost over the bare handlers', on the custom metric both report (such
+// as ns/message), else on ns/op.
 package main
 
 import (
@@ -30,6 +36,16 @@ import (
 
 // parley is the library the others are compared with.
 const parley = "parley"
+
+// manager and bare are the two sides of the manager's table: the manager
+// is compared with the bare handlers.
+const (
+	manager = "manager"
+	bare    = "bare"
+)
+
+// isPair reports whether lib belongs in the manager's table.
+func isPair(lib string) bool { return lib == manager || lib == bare }
 
 func main() {
 	if err := run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr); err != nil {
@@ -215,27 +231,49 @@ func (s *set) write(w io.Writer) error {
 	default:
 		info = append(info, fmt.Sprintf("median of %d to %d runs", lo, hi))
 	}
-	b.WriteString(strings.Join(info, " · ") + "\n\n")
+	b.WriteString(strings.Join(info, " · ") + "\n")
 
+	peers := slices.DeleteFunc(slices.Clone(s.libs), isPair)
+	pair := slices.DeleteFunc([]string{manager, bare}, func(lib string) bool { return !slices.Contains(s.libs, lib) })
+	s.table(&b, peers, "parley vs best peer", s.ratio)
+	s.table(&b, pair, "manager vs bare", s.overBare)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// table writes the rows of the scenarios any of libs reports, with a
+// column for each unit of each of libs and a last column of what ratio
+// says of the scenario. It writes nothing when libs is empty.
+func (s *set) table(b *strings.Builder, libs []string, last string, ratio func(scenario string) string) {
+	var scenarios []string
+	for _, sc := range s.scenarios {
+		if slices.ContainsFunc(libs, func(lib string) bool { return s.samples[cell{sc, lib}] != nil }) {
+			scenarios = append(scenarios, sc)
+		}
+	}
+	if len(scenarios) == 0 {
+		return
+	}
+	b.WriteString("\n")
 	header := []string{"scenario"}
-	for _, lib := range s.libs {
+	for _, lib := range libs {
 		for _, u := range s.columns(lib) {
 			header = append(header, lib+" "+u)
 		}
 	}
-	header = append(header, "parley vs best peer")
-	writeRow(&b, header)
+	header = append(header, last)
+	writeRow(b, header)
 	align := make([]string, len(header))
 	align[0] = ":--"
 	for i := 1; i < len(align); i++ {
 		align[i] = "--:"
 	}
-	writeRow(&b, align)
+	writeRow(b, align)
 
 	showProcs := len(s.procs) > 1
-	for _, sc := range s.scenarios {
+	for _, sc := range scenarios {
 		row := []string{sc}
-		for _, lib := range s.libs {
+		for _, lib := range libs {
 			for _, u := range s.columns(lib) {
 				if v, ok := s.median(sc, lib, u); ok {
 					row = append(row, formatNumber(v))
@@ -244,27 +282,25 @@ func (s *set) write(w io.Writer) error {
 				}
 			}
 		}
-		row = append(row, s.ratio(sc))
+		row = append(row, ratio(sc))
 		if showProcs {
 			row[0] += " (GOMAXPROCS differs between runs)"
 		}
-		writeRow(&b, row)
+		writeRow(b, row)
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
 }
 
 // ratio describes Parley against the best peer of scenario: the peer
 // with the lowest value of the scenario's primary unit.
 func (s *set) ratio(scenario string) string {
-	unit := s.primary(scenario)
+	unit := s.primary(scenario, parley, func(lib string) bool { return lib != parley && !isPair(lib) })
 	mine, ok := s.median(scenario, parley, unit)
 	if !ok {
 		return "—"
 	}
 	best, bestLib := math.Inf(1), ""
 	for _, lib := range s.libs {
-		if lib == parley {
+		if lib == parley || isPair(lib) {
 			continue
 		}
 		if v, ok := s.median(scenario, lib, unit); ok && v < best {
@@ -292,18 +328,33 @@ func (s *set) ratio(scenario string) string {
 	return fmt.Sprintf("%s× (%s than %s)%s", formatRatio(r), worse, bestLib, on)
 }
 
-// primary returns the unit scenario compares on: a custom metric Parley
-// and some peer both report, else ns/op.
-func (s *set) primary(scenario string) string {
-	for _, u := range s.units[parley] {
+// overBare describes the manager's cost in scenario over the bare
+// handlers': the ratio of their medians of the scenario's primary unit.
+func (s *set) overBare(scenario string) string {
+	unit := s.primary(scenario, manager, func(lib string) bool { return lib == bare })
+	m, okM := s.median(scenario, manager, unit)
+	h, okB := s.median(scenario, bare, unit)
+	switch {
+	case !okM || !okB:
+		return "—"
+	case h == 0:
+		return fmt.Sprintf("— (bare %s is 0)", unit)
+	}
+	return fmt.Sprintf("%s× the bare handlers' %s", formatRatio(m/h), unit)
+}
+
+// primary returns the unit scenario compares lib on: a custom metric lib
+// and some library other accepts both report, else ns/op.
+func (s *set) primary(scenario, lib string, other func(lib string) bool) string {
+	for _, u := range s.units[lib] {
 		if slices.Contains(standard, u) {
 			continue
 		}
-		if _, ok := s.median(scenario, parley, u); !ok {
+		if _, ok := s.median(scenario, lib, u); !ok {
 			continue
 		}
-		for _, lib := range s.libs {
-			if _, ok := s.median(scenario, lib, u); ok && lib != parley {
+		for _, o := range s.libs {
+			if _, ok := s.median(scenario, o, u); ok && other(o) {
 				return u
 			}
 		}

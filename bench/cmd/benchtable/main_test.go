@@ -13,8 +13,9 @@ var update = flag.Bool("update", false, "rewrite testdata/*.md from the current 
 
 // TestTable pins the table for a small canned benchmark output: medians
 // of uneven run counts, a peer missing from a scenario, a Parley-only
-// scenario with a custom metric, a comparison on B/instance, and lines
-// that are skipped with a warning.
+// scenario with a custom metric, a comparison on B/instance, the manager
+// against the bare handlers in a table of their own, and lines that are
+// skipped with a warning.
 func TestTable(t *testing.T) {
 	in := filepath.Join("testdata", "canned.txt")
 	var out, errs bytes.Buffer
@@ -59,5 +60,51 @@ func TestFormatNumber(t *testing.T) {
 		if got := formatNumber(tt.in); got != tt.want {
 			t.Errorf("formatNumber(%v) = %q, want %q", tt.in, got, tt.want)
 		}
+	}
+}
+
+func TestOverBare(t *testing.T) {
+	tests := []struct {
+		name  string
+		input string
+		want  string
+	}{
+		{
+			name: "on the custom metric both report",
+			input: "BenchmarkM/manager-2 1 9000 ns/op 3000 ns/message\n" +
+				"BenchmarkM/bare-2 1 3000 ns/op 1000 ns/message\n",
+			want: "3.00× the bare handlers' ns/message",
+		},
+		{
+			name: "on ns/op without a shared custom metric",
+			input: "BenchmarkM/manager-2 1 9000 ns/op 3000 ns/message\n" +
+				"BenchmarkM/bare-2 1 1000 ns/op\n",
+			want: "9.00× the bare handlers' ns/op",
+		},
+		{
+			name:  "no bare handlers",
+			input: "BenchmarkM/manager-2 1 9000 ns/op\n",
+			want:  "—",
+		},
+		{
+			name: "bare handlers at zero",
+			input: "BenchmarkM/manager-2 1 9000 ns/op 3000 ns/message\n" +
+				"BenchmarkM/bare-2 1 1000 ns/op 0 ns/message\n",
+			want: "— (bare ns/message is 0)",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errs bytes.Buffer
+			if err := run(nil, strings.NewReader(tt.input), &out, &errs); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(out.String(), "| "+tt.want+" |") {
+				t.Errorf("table:\n%s\nwant a last column %q", out.String(), tt.want)
+			}
+			if strings.Contains(out.String(), "parley vs best peer") {
+				t.Errorf("table:\n%s\nhas the peers' table without a peer", out.String())
+			}
+		})
 	}
 }
