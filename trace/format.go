@@ -242,7 +242,8 @@ type lineReader struct {
 
 // next returns the next line without its newline, and whether it was
 // longer than max (then the line is nil). At the end of the input it
-// returns the last line, if it has no newline, with io.EOF.
+// returns the last line, if it has no newline, with io.EOF; a read error
+// drops the line it cut short.
 func (lr *lineReader) next() (line []byte, long bool, err error) {
 	lr.buf = lr.buf[:0]
 	got := false
@@ -264,7 +265,7 @@ func (lr *lineReader) next() (line []byte, long bool, err error) {
 		switch {
 		case errors.Is(err, bufio.ErrBufferFull):
 			continue
-		case err != nil && !got:
+		case err != nil && (!got || !errors.Is(err, io.EOF)):
 			return nil, false, err
 		case long:
 			return nil, true, err

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -386,6 +388,13 @@ func TestReadIOError(t *testing.T) {
 	entries, _, err := trace.Read(&failingReader{})
 	require.EqualError(t, err, "disk on fire")
 	assert.Len(t, entries, 1, "what was read before the error is returned")
+
+	// A line the error cuts short is not read.
+	r := io.MultiReader(strings.NewReader(`{"performative": "request", "sender": "a", "receiver": "b"}`+"\n"+`{"performative": "agree", "sen`), iotest.ErrReader(errors.New("disk on fire")))
+	entries, problems, err := trace.Read(r)
+	require.EqualError(t, err, "disk on fire")
+	assert.Len(t, entries, 1)
+	assert.Empty(t, problems)
 }
 
 func TestParseTime(t *testing.T) {
