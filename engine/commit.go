@@ -104,16 +104,17 @@ func (h *Handler) commitTimer(i int, e *TimerEvent, out *Queue) {
 	}
 }
 
-// endCommitments closes the session's open commitments when it ends: an
-// obligation still detached was not met, a conditional one lapses.
-func (h *Handler) endCommitments(i int, at time.Time, out *Queue) {
+// endCommitments closes the session's open commitments when it ends
+// (cause says how: "conversation ended", "aborted"): an obligation still
+// detached was not met, a conditional one lapses.
+func (h *Handler) endCommitments(i int, at time.Time, cause string, out *Queue) {
 	s := &h.sessions[i]
 	for k := range s.commits {
 		switch s.commits[k].state {
 		case CommitmentConditional:
-			h.commitMove(i, k, CommitmentExpired, at, "conversation ended", out)
+			h.commitMove(i, k, CommitmentExpired, at, cause, out)
 		case CommitmentDetached:
-			h.commitMove(i, k, CommitmentViolated, at, "conversation ended", out)
+			h.commitMove(i, k, CommitmentViolated, at, cause, out)
 		}
 	}
 }

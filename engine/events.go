@@ -88,9 +88,10 @@ type LoadCPEvent struct {
 // CPDoneEvent is the end of a policy.
 //
 // As output it says this conversation ended with Outcome (produced once,
-// when every session has reached a terminal state); with a many role,
-// Outcomes gives each peer's outcome and Outcome summarises them. As input
-// it says a child policy started by LoadCPEvent ended with Outcome.
+// when every session has reached a terminal state, or by Handler.Abort
+// with OutcomeAborted); with a many role, Outcomes gives each peer's
+// outcome and Outcome summarises them (or is OutcomeAborted). As input it
+// says a child policy started by LoadCPEvent ended with Outcome.
 type CPDoneEvent struct {
 	At       time.Time
 	Policy   string

@@ -200,6 +200,7 @@ const (
 	opAdvance         // seconds: move the clock
 	opHold            // from now on, hold sent messages in flight (or stop holding)
 	opSnapshot        // agent: snapshot the agent's handler and continue with the restored one
+	opAbort           // agent: abort the agent's conversation, as its host would
 	opCount
 )
 
@@ -365,6 +366,13 @@ func (r *fuzzRun) step(b *fuzzReader) {
 		}
 		r.handlers[name] = h2
 		r.check(name)
+	case opAbort:
+		name := r.agent(b)
+		r.q.Reset()
+		if err := r.handlers[name].Abort(r.now, "fuzz", &r.q); err != nil {
+			r.t.Fatalf("%s: Abort: %v", name, err)
+		}
+		r.deliver(r.collect(name))
 	}
 }
 
@@ -495,6 +503,9 @@ func (r *fuzzRun) collect(name string) []*forms.Message {
 			if r.finished[name] {
 				r.t.Fatalf("%s ended its conversation twice", name)
 			}
+			if (e.Outcome == engine.OutcomeAborted) != h.Aborted() {
+				r.t.Fatalf("%s ended with outcome %q, but Aborted is %v", name, e.Outcome, h.Aborted())
+			}
 			r.finished[name] = true
 		case *engine.ProtocolErrorEvent:
 			r.errors++
@@ -572,6 +583,7 @@ func decideJoin(agent byte, choices ...byte) []byte {
 func advance(seconds byte) []byte        { return []byte{opAdvance, seconds} }
 func fireTimer(agent, timer byte) []byte { return []byte{opFire, agent, timer, 1} }
 func snapshotOf(agent byte) []byte       { return []byte{opSnapshot, agent} }
+func abortOf(agent byte) []byte          { return []byte{opAbort, agent} }
 func staleTicket(agent, which byte) []byte {
 	return []byte{opTicket, agent, 0, which, 0, 0, 0}
 }
@@ -612,6 +624,8 @@ func fuzzSeeds() []fuzzSeedCase {
 		{"request reply timeout", true, fuzzSeed("fipa-request", decide(0, 0, 0), advance(31), fireTimer(0, 0), fireTimer(1, 0))},
 		{"request result timeout", true, fuzzSeed("fipa-request", decide(0, 0, 0), decide(1, 0, 0), advance(255), advance(255), fireTimer(0, 1), fireTimer(0, 2), fireTimer(1, 1), fireTimer(1, 2))},
 		{"request snapshots", true, fuzzSeed("fipa-request", decide(0, 0, 0), snapshotOf(1), decide(1, 0, 0), snapshotOf(0), decide(1, 0, done), snapshotOf(0))},
+		{"request aborted after agree", true, fuzzSeed("fipa-request", decide(0, 0, 0), decide(1, 0, 0), abortOf(0), snapshotOf(0), abortOf(1))},
+		{"request result after an abort", false, fuzzSeed("fipa-request", decide(0, 0, 0), decide(1, 0, 0), abortOf(0), decide(1, 1, result))},
 		{"request result crosses cancel", false, fuzzSeed("fipa-request", decide(0, 0, 0), []byte{opHold}, decide(0, 0, 0), decide(1, 4, result), []byte{opHold, opDeliver})},
 		{"request unknown agent and stale ticket", false, fuzzSeed("fipa-request", decide(0, 0, 0), inject(0, "agree", "mallory"), staleTicket(0, 0))},
 		{"query-if answered", true, fuzzSeed("fipa-query", decide(0, 0, 0), decide(1, 3, holds))},
@@ -622,6 +636,7 @@ func fuzzSeeds() []fuzzSeedCase {
 		{"contract-net all propose", true, fuzzSeed("fipa-contract-net", decide(0, 0, 0), decide(1, 0, 0), decide(2, 0, 0), decide(3, 0, 0), decideJoin(0, 1, 0, 1), decide(2, 1, result))},
 		{"contract-net silent until the deadline", true, fuzzSeed("fipa-contract-net", decide(0, 0, 0), decide(1, 0, 0), decide(2, 0, 0), advance(61), fireTimer(3, 0), fireTimer(0, 2), decideJoin(0, 0, 2), decide(1, 2, 0), decide(2, 0, done))},
 		{"contract-net award timeout", true, fuzzSeed("fipa-contract-net", decide(0, 0, 0), decide(1, 0, 0), decide(2, 1, 0), decide(3, 1, 0), advance(255), fireTimer(0, 3), fireTimer(0, 4), fireTimer(1, 1), fireTimer(1, 2))},
+		{"contract-net aborted at the join", true, fuzzSeed("fipa-contract-net", decide(0, 0, 0), decide(1, 0, 0), decide(2, 1, 0), abortOf(0), snapshotOf(0), abortOf(1), abortOf(3))},
 		{"contract-net snapshots", true, fuzzSeed("fipa-contract-net", decide(0, 0, 0), snapshotOf(0), decide(1, 0, 0), decide(2, 0, 0), snapshotOf(0), decide(3, 0, 0), decideJoin(0, 2, 1, 0), snapshotOf(0), decide(1, 0, done), decide(3, 0, done), snapshotOf(0))},
 		{"setup accepted", true, fuzzSeed("conversation-setup", decide(0, 0, setup), decide(1, 0, 0))},
 		{"setup declined", true, fuzzSeed("conversation-setup", decide(0, 0, setup), decide(1, 1, 0))},

@@ -84,6 +84,7 @@ type Handler struct {
 	mode    Mode
 	started bool
 	done    bool
+	aborted bool   // done by Abort
 	counter uint64 // advanced at every state change and decision
 	seq     uint64 // reply-with numbers
 	peers   []string
@@ -254,6 +255,9 @@ func (h *Handler) Process(in Event, out *Queue) error {
 // Done reports whether the conversation has ended.
 func (h *Handler) Done() bool { return h.done }
 
+// Aborted reports whether Abort ended the conversation.
+func (h *Handler) Aborted() bool { return h.aborted }
+
 // ConversationID returns the conversation's id.
 func (h *Handler) ConversationID() string { return h.conv }
 
@@ -271,13 +275,25 @@ func (h *Handler) State(peer string) string {
 }
 
 // Outcome returns the outcome of the session with peer ("" when the
-// handler has one session), or "" while it runs.
+// handler has one session), or "" while it runs. A session Abort ended
+// has OutcomeAborted.
 func (h *Handler) Outcome(peer string) string {
 	i, ok := h.sessionIndex(peer)
-	if !ok || h.sessions[i].state < 0 {
+	if !ok {
 		return ""
 	}
-	return h.prog.states[h.sessions[i].state].outcome
+	return h.outcome(i)
+}
+
+func (h *Handler) outcome(i int) string {
+	st := h.sessions[i].state
+	switch {
+	case st >= 0 && h.prog.states[st].terminal:
+		return h.prog.states[st].outcome
+	case h.aborted:
+		return OutcomeAborted
+	}
+	return ""
 }
 
 // Sessions returns the peers of the many-role sessions, in order.
@@ -357,7 +373,7 @@ func (h *Handler) enter(i, st int, at time.Time, out *Queue, inGroup bool) {
 	}
 	switch {
 	case sp.terminal:
-		h.endCommitments(i, at, out)
+		h.endCommitments(i, at, "conversation ended", out)
 		h.ended++
 		if int(h.ended) == len(h.sessions) {
 			h.finish(at, out)

@@ -351,6 +351,16 @@ func fireEach(key string, names ...string) action {
 	}
 }
 
+// abort aborts agent's handler with reason, as its host would.
+func abort(name, reason string) action {
+	return func(c *conv) {
+		c.t.Helper()
+		c.q.Reset()
+		require.NoError(c.t, c.handlers[name].Abort(c.now, reason, &c.q))
+		c.collect(name)
+	}
+}
+
 // seq runs actions in order, as one step.
 func seq(actions ...action) action {
 	return func(c *conv) {
@@ -412,15 +422,19 @@ func render(ev engine.Event) string {
 		}
 		return s + ": " + e.Reason
 	case *engine.CPDoneEvent:
-		if len(e.Outcomes) == 0 {
-			return "done " + e.Outcome
+		s := "done " + e.Outcome
+		if len(e.Outcomes) > 0 {
+			var peers []string
+			for p, o := range e.Outcomes {
+				peers = append(peers, p+"="+o)
+			}
+			sort.Strings(peers)
+			s += " (" + strings.Join(peers, " ") + ")"
 		}
-		var peers []string
-		for p, o := range e.Outcomes {
-			peers = append(peers, p+"="+o)
+		if e.Reason != "" {
+			s += ": " + e.Reason
 		}
-		sort.Strings(peers)
-		return fmt.Sprintf("done %s (%s)", e.Outcome, strings.Join(peers, " "))
+		return s
 	case *engine.LoadCPEvent:
 		return fmt.Sprintf("load %s as %s", e.Policy, e.Role)
 	}

@@ -165,6 +165,10 @@ func (h *Handler) isLate(s *session, at time.Time, role int) (bool, time.Time) {
 func (h *Handler) afterEnd(i int, m *forms.Message, at time.Time, out *Queue) {
 	pr := h.prog
 	s := &h.sessions[i]
+	if h.aborted {
+		h.protocolError(out, at, CodeEnded, i, m, false, "%s from %s arrived after the conversation was aborted", h.perf(m), policy.Quote(m.Sender))
+		return
+	}
 	// Only this peer's session may have ended, not the conversation.
 	what := "the conversation"
 	if !h.done {
@@ -263,6 +267,10 @@ func (h *Handler) sent(e *MessageEvent, out *Queue) error {
 	}
 	for _, i := range targets {
 		s := &h.sessions[i]
+		if h.aborted {
+			h.protocolError(out, at, CodeEnded, i, m, false, "%s sent by %s after the conversation was aborted", h.perf(m), policy.Quote(m.Sender))
+			continue
+		}
 		if h.done || pr.states[s.state].terminal {
 			if s.timedOutFrom >= 0 {
 				if mt, err := h.classify(i, pr.states[s.timedOutFrom].sends, pr.states[s.timedOutFrom].sendMatch, m, "", false); err == nil && mt.t != nil {
@@ -422,7 +430,7 @@ func (h *Handler) evalSets(i int, t *transProg, m *forms.Message) ([]any, string
 func (h *Handler) answer(e *DecisionEvent, out *Queue) error {
 	idx := int(e.Ticket & (1<<ticketSessionBits - 1))
 	switch {
-	case idx == 0 && e.Ticket != 0 && h.many != nil && e.Ticket == h.many.groupTicket:
+	case idx == 0 && e.Ticket != 0 && h.many != nil && e.Ticket == h.many.groupTicket && !h.done:
 		return h.answerGroup(e, out)
 	case idx == 0 && e.Ticket != 0 && h.many != nil && e.Ticket == h.many.joinTicket:
 		return h.answerJoin(e, out)

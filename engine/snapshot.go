@@ -22,6 +22,7 @@ type snapshot struct {
 	Mode         Mode              `json:"mode"`
 	Started      bool              `json:"started"`
 	Done         bool              `json:"done"`
+	Aborted      bool              `json:"aborted,omitempty"`
 	Counter      uint64            `json:"counter"`
 	Seq          uint64            `json:"seq"`
 	Peers        []string          `json:"peers"`
@@ -70,7 +71,7 @@ func (h *Handler) Snapshot() ([]byte, error) {
 	}
 	sn := snapshot{
 		Version: snapshotVersion, Fingerprint: pr.fingerprint, Policy: pr.policy.Name, Role: pr.role,
-		Conversation: h.conv, Self: h.self, Mode: h.mode, Started: h.started, Done: h.done,
+		Conversation: h.conv, Self: h.self, Mode: h.mode, Started: h.started, Done: h.done, Aborted: h.aborted,
 		Counter: h.counter, Seq: h.seq, Peers: h.peers, Ended: h.ended,
 	}
 	if h.many != nil {
@@ -118,7 +119,7 @@ func (pr *Program) Restore(data []byte) (*Handler, error) {
 		return nil, fmt.Errorf("engine: restore: the snapshot binds %d roles, the policy has %d", len(sn.Peers), len(pr.roles))
 	}
 	h := &Handler{
-		prog: pr, conv: sn.Conversation, self: sn.Self, mode: sn.Mode, started: sn.Started, done: sn.Done,
+		prog: pr, conv: sn.Conversation, self: sn.Self, mode: sn.Mode, started: sn.Started, done: sn.Done, aborted: sn.Aborted,
 		counter: sn.Counter, seq: sn.Seq, ended: sn.Ended,
 	}
 	if pr.manyRole >= 0 {
