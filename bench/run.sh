@@ -8,19 +8,28 @@
 # of -count 1 rather than one pass of -count COUNT), so a burst of load on
 # a shared machine lands on one sample of every library rather than on all
 # samples of one.
+#
+# AT=<commit> ./run.sh measures that commit as committed (Parley and this
+# module, exported with git archive) rather than the working tree, so that
+# work in progress elsewhere in the tree neither skews nor breaks a run.
 set -euo pipefail
 cd "$(dirname "$0")"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-go test -c -o "$tmp/bench.test" .
-{
+if [ -n "${AT:-}" ]; then
+  rev=$(git rev-parse --short "$AT^{commit}")
+  mkdir "$tmp/src"
+  git -C .. archive "$rev" | tar -x -C "$tmp/src"
+  (cd "$tmp/src/bench" && go test -c -o "$tmp/bench.test" .)
+else
+  go test -c -o "$tmp/bench.test" .
   # Which Parley was measured, as a benchmark-format configuration line.
   rev=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
   if ! git diff --quiet HEAD -- .. ':(exclude).' 2>/dev/null; then
     rev="$rev+uncommitted"
   fi
-  echo "parley: $rev"
-} > results.txt
+fi
+echo "parley: $rev" > results.txt
 for _ in $(seq "${COUNT:-6}"); do
   "$tmp/bench.test" -test.run XXX -test.bench . -test.benchmem -test.count 1 -test.timeout 30m >> results.txt
 done
