@@ -475,3 +475,45 @@ func TestDecidersGetTheirOwnCopyOfTheConversationVariables(t *testing.T) {
 	}
 	assert.Empty(t, w.rec.codes())
 }
+
+// panickyTransport panics on every Send.
+type panickyTransport struct{}
+
+func (panickyTransport) Send(context.Context, *forms.Message) error { panic("transport bug") }
+
+// slowTransport honours its context: it fails once the context ends.
+type slowTransport struct{}
+
+func (slowTransport) Send(ctx context.Context, _ *forms.Message) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+func TestATransportThatPanicsOrTimesOutAbortsItsConversation(t *testing.T) {
+	p, err := policies.Load("fipa-request")
+	require.NoError(t, err)
+	tests := []struct {
+		name string
+		tr   agent.Transport
+		want string
+	}{
+		{"panics", panickyTransport{}, "transport panicked: transport bug"},
+		{"times out", slowTransport{}, "context deadline exceeded"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			alice, err := agent.NewManager("alice", agent.WithLogger(nil), agent.WithTransport(tt.tr),
+				agent.WithDecider(script{"start": {Choice: "request"}}), agent.WithLimits(agent.Limits{SendTimeout: 50 * time.Millisecond}))
+			require.NoError(t, err)
+			defer alice.Close(context.Background())
+			require.NoError(t, alice.Register(p))
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			conv, err := alice.Start(ctx, agent.StartRequest{Policy: "fipa-request", Role: "Initiator", Peers: map[string][]string{"Participant": {"bob"}}})
+			require.NoError(t, err)
+			outcome, err := alice.Wait(ctx, conv)
+			assert.Equal(t, engine.OutcomeAborted, outcome)
+			assert.ErrorContains(t, err, tt.want)
+		})
+	}
+}
