@@ -18,7 +18,8 @@
 // Parley (through agent.Manager, and its bare handlers driven by hand):
 // their scenarios get a second table, whose last column is the manager's
 // cost over the bare handlers', on the custom metric both report (such
-// as ns/message), else on ns/op.
+// as ns/message), else on ns/op: the ratio of the medians, and the lowest
+// and highest ratio of the runs taken pairwise (the i-th run of each).
 package main
 
 import (
@@ -340,7 +341,29 @@ func (s *set) overBare(scenario string) string {
 	case h == 0:
 		return fmt.Sprintf("— (bare %s is 0)", unit)
 	}
-	return fmt.Sprintf("%s× the bare handlers' %s", formatRatio(m/h), unit)
+	out := fmt.Sprintf("%s× the bare handlers' %s", formatRatio(m/h), unit)
+	if lo, hi, ok := s.pairedRatios(scenario, manager, bare, unit); ok {
+		out += fmt.Sprintf(" (%s–%s× run by run)", formatRatio(lo), formatRatio(hi))
+	}
+	return out
+}
+
+// pairedRatios returns the lowest and highest ratio of the i-th sample of
+// lib over the i-th of base, when both have the same number of samples,
+// at least two, none of base's zero. run.sh interleaves its runs, so the
+// i-th samples are from the same pass of the binary and saw the same
+// load.
+func (s *set) pairedRatios(scenario, lib, base, unit string) (lo, hi float64, ok bool) {
+	xs, ys := s.samples[cell{scenario, lib}][unit], s.samples[cell{scenario, base}][unit]
+	if len(xs) < 2 || len(xs) != len(ys) || slices.Contains(ys, 0) {
+		return 0, 0, false
+	}
+	lo, hi = math.Inf(1), math.Inf(-1)
+	for i := range xs {
+		r := xs[i] / ys[i]
+		lo, hi = min(lo, r), max(hi, r)
+	}
+	return lo, hi, true
 }
 
 // primary returns the unit scenario compares lib on: a custom metric lib

@@ -82,6 +82,23 @@ func TestOverBare(t *testing.T) {
 			want: "9.00× the bare handlers' ns/op",
 		},
 		{
+			name: "with the range of the runs taken pairwise",
+			input: "BenchmarkM/manager-2 1 9000 ns/op\n" +
+				"BenchmarkM/bare-2 1 1000 ns/op\n" +
+				"BenchmarkM/manager-2 1 8000 ns/op\n" +
+				"BenchmarkM/bare-2 1 4000 ns/op\n" +
+				"BenchmarkM/manager-2 1 6000 ns/op\n" +
+				"BenchmarkM/bare-2 1 2000 ns/op\n",
+			want: "4.00× the bare handlers' ns/op (2.00–9.00× run by run)",
+		},
+		{
+			name: "no range when the runs do not pair",
+			input: "BenchmarkM/manager-2 1 9000 ns/op\n" +
+				"BenchmarkM/bare-2 1 1000 ns/op\n" +
+				"BenchmarkM/manager-2 1 8000 ns/op\n",
+			want: "8.50× the bare handlers' ns/op",
+		},
+		{
 			name:  "no bare handlers",
 			input: "BenchmarkM/manager-2 1 9000 ns/op\n",
 			want:  "—",
