@@ -409,7 +409,9 @@ func (h *Handler) assign(i int, t *transProg, m *forms.Message, at time.Time, ou
 
 // evalSets evaluates t's assignments for session i on message m (nil for
 // a timeout or a child's return) without storing them; on failure it
-// returns the variable whose expression failed.
+// returns the variable whose expression failed. A value that breaks the
+// content limits (a division by zero's infinity) fails too: variables are
+// kept in snapshots, and passed to decisions, as content is.
 func (h *Handler) evalSets(i int, t *transProg, m *forms.Message) ([]any, string, error) {
 	env := decision.Env{Vars: h.sessions[i].vars}
 	if m != nil {
@@ -418,6 +420,9 @@ func (h *Handler) evalSets(i int, t *transProg, m *forms.Message) ([]any, string
 	vals := make([]any, len(t.sets))
 	for k, set := range t.sets {
 		v, err := set.prog.Eval(&env)
+		if err == nil {
+			err = forms.CheckValue(v, forms.DefaultLimits)
+		}
 		if err != nil {
 			return nil, set.name, err
 		}

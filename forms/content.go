@@ -75,6 +75,7 @@ type container struct {
 // contentCheck is what CheckContent has found so far.
 type contentCheck struct {
 	l         Limits
+	subject   string // what errors say breaks the limit
 	nodes     int
 	bytes     int
 	tooDeep   bool
@@ -83,11 +84,32 @@ type contentCheck struct {
 	badType   any // a value of the first type, by name, JSON cannot carry
 }
 
+// CheckValue is CheckContent for one value, as if it were a field's: a
+// map or list value is at depth 2 and counts as one value besides its
+// own. The engine checks what a policy's assignments store with it.
+func CheckValue(v any, l Limits) error {
+	c := contentCheck{l: l.orDefault(), subject: "the value"}
+	if !c.value(v) {
+		return c.err()
+	}
+	if isContainer(v) {
+		var buf [16]container
+		c.walk(append(buf[:0], container{v, 2}))
+	}
+	return c.err()
+}
+
 func checkContent(content map[string]any, l Limits) error {
-	l = l.orDefault()
-	c := contentCheck{l: l}
+	c := contentCheck{l: l.orDefault(), subject: "content"}
 	var buf [16]container
-	stack := append(buf[:0], container{content, 1})
+	c.walk(append(buf[:0], container{content, 1}))
+	return c.err()
+}
+
+// walk checks the containers on stack and everything in them, until it
+// has seen more than MaxNodes values.
+func (c *contentCheck) walk(stack []container) {
+	l := c.l
 	for len(stack) > 0 {
 		top := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
@@ -100,7 +122,7 @@ func checkContent(content map[string]any, l Limits) error {
 			for k, v := range x {
 				c.bytes += len(k)
 				if !c.value(v) {
-					return c.err()
+					return
 				}
 				if isContainer(v) {
 					stack = append(stack, container{v, top.depth + 1})
@@ -109,7 +131,7 @@ func checkContent(content map[string]any, l Limits) error {
 		case []any:
 			for _, v := range x {
 				if !c.value(v) {
-					return c.err()
+					return
 				}
 				if isContainer(v) {
 					stack = append(stack, container{v, top.depth + 1})
@@ -117,7 +139,6 @@ func checkContent(content map[string]any, l Limits) error {
 			}
 		}
 	}
-	return c.err()
 }
 
 func isContainer(v any) bool {
@@ -162,17 +183,17 @@ func (c *contentCheck) value(v any) bool {
 func (c *contentCheck) err() error {
 	switch {
 	case c.nodes > c.l.MaxNodes:
-		return fmt.Errorf("content holds more than %d values", c.l.MaxNodes)
+		return fmt.Errorf("%s holds more than %d values", c.subject, c.l.MaxNodes)
 	case c.bytes > c.l.MaxBytes:
-		return fmt.Errorf("content holds more than %d bytes of keys and strings", c.l.MaxBytes)
+		return fmt.Errorf("%s holds more than %d bytes of keys and strings", c.subject, c.l.MaxBytes)
 	case c.tooDeep:
-		return fmt.Errorf("content nests maps and lists more than %d deep", c.l.MaxDepth)
+		return fmt.Errorf("%s nests maps and lists more than %d deep", c.subject, c.l.MaxDepth)
 	case c.notFinite:
-		return fmt.Errorf("content holds a number that is not finite (NaN, an infinity or out of range), which JSON cannot carry")
+		return fmt.Errorf("%s holds a number that is not finite (NaN, an infinity or out of range), which JSON cannot carry", c.subject)
 	case c.badTime:
-		return fmt.Errorf("content holds a time outside the years 0 to 9999, which JSON cannot carry")
+		return fmt.Errorf("%s holds a time outside the years 0 to 9999, which JSON cannot carry", c.subject)
 	case c.badType != nil:
-		return fmt.Errorf("content holds a %T, which is not a JSON value", c.badType)
+		return fmt.Errorf("%s holds a %T, which is not a JSON value", c.subject, c.badType)
 	}
 	return nil
 }

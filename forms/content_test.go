@@ -87,6 +87,42 @@ func TestCheckContent(t *testing.T) {
 	}
 }
 
+// CheckValue judges a value as CheckContent judges a field holding it.
+func TestCheckValue(t *testing.T) {
+	tests := []struct {
+		name  string
+		value any
+		want  string // the error, "" for none
+	}{
+		{"nil", nil, ""},
+		{"a string", "x", ""},
+		{"a list", []any{1, "x", map[string]any{"a": true}}, ""},
+		{"NaN", math.NaN(), "the value holds a number that is not finite (NaN, an infinity or out of range), which JSON cannot carry"},
+		{"NaN in a list", []any{1, math.Inf(1)}, "the value holds a number that is not finite (NaN, an infinity or out of range), which JSON cannot carry"},
+		{"32 deep", nested(31, 1), ""},
+		{"33 deep", nested(32, 1), "the value nests maps and lists more than 32 deep"},
+		{"10,000 values", list(9_999), ""},
+		{"10,001 values", list(10_000), "the value holds more than 10000 values"},
+		{"a long string", strings.Repeat("x", 1<<20+1), "the value holds more than 1048576 bytes of keys and strings"},
+		{"a Go slice", []string{"x"}, "the value holds a []string, which is not a JSON value"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := forms.CheckValue(tt.value, forms.DefaultLimits)
+			field := forms.CheckContent(map[string]any{"": tt.value}, forms.DefaultLimits)
+			if tt.want == "" {
+				assert.NoError(t, err)
+				assert.NoError(t, field)
+				return
+			}
+			require.Error(t, err)
+			assert.Equal(t, tt.want, err.Error())
+			require.Error(t, field)
+			assert.Equal(t, strings.Replace(tt.want, "the value", "content", 1), field.Error())
+		})
+	}
+}
+
 // What CheckContent lets through, a snapshot can write down.
 func TestCheckedContentMarshals(t *testing.T) {
 	content := map[string]any{"f": math.MaxFloat64, "t": time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC), "j": json.Number("1e308"), "d": time.Duration(math.MaxInt64)}
