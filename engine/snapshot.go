@@ -1,9 +1,15 @@
 package engine
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"slices"
+
+	"github.com/parleyhq/parley/forms"
+	"github.com/parleyhq/parley/policy"
 )
 
 // snapshotVersion is the version of the snapshot format. Version 2
@@ -95,28 +101,90 @@ func (h *Handler) Snapshot() ([]byte, error) {
 	return json.Marshal(sn)
 }
 
-// Restore rebuilds a handler from a Snapshot. It fails when the snapshot
-// was taken with another policy (by fingerprint) or role.
+// Restore rebuilds a handler from a Snapshot. It fails, saying why, when
+// the snapshot was taken with another policy (by fingerprint) or role, is
+// of another format version, or has a field that does not fit the program
+// or the rest of the snapshot: an unknown field; a state, message type,
+// variable or commitment state the program does not have; deadlines,
+// deadline sources or commitments of another number than the program's;
+// an epoch or ticket issued after the snapshot's counter; a ticket where
+// no decision can be pending; counts of ended and joined sessions, or a
+// done flag, that the sessions' states contradict; peers missing,
+// repeated or bound where the program binds none; content or variables
+// beyond forms.DefaultLimits. A handler Restore returns processes every
+// event as the handler it was taken from would.
 func (pr *Program) Restore(data []byte) (*Handler, error) {
 	var sn snapshot
-	if err := json.Unmarshal(data, &sn); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&sn); err != nil {
 		return nil, fmt.Errorf("engine: restore: %w", err)
 	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("engine: restore: data after the snapshot")
+	}
+	h, err := pr.restore(&sn)
+	if err != nil {
+		return nil, fmt.Errorf("engine: restore: %w", err)
+	}
+	return h, nil
+}
+
+func (pr *Program) restore(sn *snapshot) (*Handler, error) {
+	q := policy.Quote
 	switch sn.Version {
 	case snapshotVersion:
 	case 1:
-		return nil, fmt.Errorf("engine: restore: snapshot format version 1, want %d: version 1 named commitment timers \"commitment:<name>\", and the timers kept for it would not reach the restored handler", snapshotVersion)
+		return nil, fmt.Errorf("snapshot format version 1, want %d: version 1 named commitment timers \"commitment:<name>\", and the timers kept for it would not reach the restored handler", snapshotVersion)
 	default:
-		return nil, fmt.Errorf("engine: restore: snapshot format version %d, want %d", sn.Version, snapshotVersion)
+		return nil, fmt.Errorf("snapshot format version %d, want %d", sn.Version, snapshotVersion)
 	}
 	if sn.Fingerprint != pr.fingerprint {
-		return nil, fmt.Errorf("engine: restore: the snapshot is of policy %q with fingerprint %s, but this program runs %q with fingerprint %s", sn.Policy, sn.Fingerprint, pr.policy.Name, pr.fingerprint)
+		fp := sn.Fingerprint // shown bare when it is no longer than a fingerprint
+		if len(fp) > len(pr.fingerprint) {
+			fp = q(fp)
+		}
+		return nil, fmt.Errorf("the snapshot is of policy %s with fingerprint %s, but this program runs %s with fingerprint %s", q(sn.Policy), fp, q(pr.policy.Name), pr.fingerprint)
 	}
 	if sn.Role != pr.role {
-		return nil, fmt.Errorf("engine: restore: the snapshot plays role %q, this program %q", sn.Role, pr.role)
+		return nil, fmt.Errorf("the snapshot plays role %s, this program %s", q(sn.Role), q(pr.role))
+	}
+	if sn.Mode != Enforce && sn.Mode != Observe {
+		return nil, fmt.Errorf("mode %d is neither enforce (%d) nor observe (%d)", sn.Mode, Enforce, Observe)
+	}
+	if sn.Counter >= 1<<(64-ticketSessionBits) {
+		return nil, fmt.Errorf("counter %d is too large for tickets", sn.Counter)
 	}
 	if len(sn.Peers) != len(pr.roles) {
-		return nil, fmt.Errorf("engine: restore: the snapshot binds %d roles, the policy has %d", len(sn.Peers), len(pr.roles))
+		return nil, fmt.Errorf("the snapshot binds %d roles, the policy has %d", len(sn.Peers), len(pr.roles))
+	}
+	switch {
+	case pr.manyRole < 0 && len(sn.Sessions) != 1:
+		return nil, fmt.Errorf("%d sessions for a role with one peer", len(sn.Sessions))
+	case len(sn.Sessions) >= 1<<ticketSessionBits:
+		return nil, fmt.Errorf("%d sessions, more than tickets can tell apart", len(sn.Sessions))
+	case pr.manyRole >= 0 && sn.Peers[pr.manyRole] != "":
+		return nil, fmt.Errorf("role %s has a session per agent, but the snapshot binds it to %s", q(pr.roles[pr.manyRole]), q(sn.Peers[pr.manyRole]))
+	case pr.manyRole < 0 && (sn.AtJoin != 0 || sn.GroupTicket != 0 || sn.JoinTicket != 0):
+		return nil, errors.New("join and group decisions for a role with one peer")
+	case sn.Done && !sn.Started:
+		return nil, errors.New("the conversation is done but was never started")
+	case sn.Aborted && !sn.Done:
+		return nil, errors.New("the conversation was aborted but is not done")
+	}
+	for _, t := range []struct {
+		name   string
+		ticket uint64
+	}{{"group", sn.GroupTicket}, {"join", sn.JoinTicket}} {
+		if t.ticket == 0 {
+			continue
+		}
+		if err := sn.issued(t.name+" ticket", t.ticket>>ticketSessionBits); err != nil {
+			return nil, err
+		}
+		if t.ticket&(1<<ticketSessionBits-1) != 0 {
+			return nil, fmt.Errorf("%s ticket %d names a session", t.name, t.ticket)
+		}
 	}
 	h := &Handler{
 		prog: pr, conv: sn.Conversation, self: sn.Self, mode: sn.Mode, started: sn.Started, done: sn.Done, aborted: sn.Aborted,
@@ -127,62 +195,190 @@ func (pr *Program) Restore(data []byte) (*Handler, error) {
 	}
 	h.peers = h.peerSlots()
 	copy(h.peers, sn.Peers)
+	var ended, atJoin int32
+	for i := range sn.Sessions {
+		s, err := pr.restoreSession(sn, i)
+		if err != nil {
+			return nil, fmt.Errorf("session %d: %w", i, err)
+		}
+		if s.state >= 0 {
+			st := &pr.states[s.state]
+			if st.terminal {
+				ended++
+			} else if st.join && st.child == nil && pr.manyRole >= 0 {
+				atJoin++
+			}
+		}
+		if pr.manyRole < 0 {
+			h.one[0] = s
+			h.sessions = h.one[:1]
+			continue
+		}
+		if _, ok := h.many.bySender[s.peer]; ok {
+			return nil, fmt.Errorf("session %d: %s has two sessions", i, q(s.peer))
+		}
+		if h.many.bySender == nil {
+			h.many.bySender = make(map[string]int, len(sn.Sessions))
+			h.sessions = make([]session, 0, len(sn.Sessions))
+		}
+		h.sessions = append(h.sessions, s)
+		h.many.bySender[s.peer] = i
+	}
+	if ended != sn.Ended {
+		return nil, fmt.Errorf("%d sessions are in a terminal state, the snapshot counts %d", ended, sn.Ended)
+	}
+	if atJoin != sn.AtJoin {
+		return nil, fmt.Errorf("%d sessions are at a join, the snapshot counts %d", atJoin, sn.AtJoin)
+	}
+	if finished := len(h.sessions) > 0 && int(ended) == len(h.sessions); !sn.Aborted && sn.Done != finished {
+		return nil, fmt.Errorf("done is %v, but %d of %d sessions have ended", sn.Done, ended, len(h.sessions))
+	}
+	return h, nil
+}
+
+// issued checks that n, an epoch or a ticket's number, was issued by the
+// snapshot's counter.
+func (sn *snapshot) issued(what string, n uint64) error {
+	if n == 0 || n > sn.Counter {
+		return fmt.Errorf("%s %d was not issued: the counter is at %d", what, n, sn.Counter)
+	}
+	return nil
+}
+
+// restoreSession checks and rebuilds session i of sn.
+func (pr *Program) restoreSession(sn *snapshot, i int) (session, error) {
+	q := policy.Quote
+	ss := &sn.Sessions[i]
+	s := newSession(ss.Peer)
+	switch {
+	case pr.manyRole < 0 && ss.Peer != "":
+		return s, fmt.Errorf("a role with one peer keeps one session without a peer, not one with %s", q(ss.Peer))
+	case pr.manyRole >= 0 && ss.Peer == "":
+		return s, errors.New("a session of a many role has no peer")
+	}
 	state := func(name string) (int32, error) {
 		if name == "" {
 			return -1, nil
 		}
-		i, ok := pr.stateIndex[name]
+		k, ok := pr.stateIndex[name]
 		if !ok {
-			return 0, fmt.Errorf("engine: restore: the program has no state %q", name)
+			return 0, fmt.Errorf("the program has no state %s", q(name))
 		}
-		return int32(i), nil
+		return int32(k), nil
 	}
-	for _, ss := range sn.Sessions {
-		s := newSession(ss.Peer)
-		var err error
-		if s.state, err = state(ss.State); err != nil {
-			return nil, err
+	var err error
+	if s.state, err = state(ss.State); err != nil {
+		return s, err
+	}
+	if s.timedOutFrom, err = state(ss.TimedOutFrom); err != nil {
+		return s, err
+	}
+	if s.state < 0 {
+		if sn.Started {
+			return s, errors.New("the handler has started, but the session has no state")
 		}
-		if s.timedOutFrom, err = state(ss.TimedOutFrom); err != nil {
-			return nil, err
+		if ss.TimedOutFrom != "" || ss.Epoch != 0 || ss.Ticket != 0 || len(ss.Deadlines) > 0 || len(ss.Commits) > 0 || ss.LastMessage != "" {
+			return s, errors.New("a session that has not started has timers, decisions, commitments or messages")
 		}
-		if s.state >= 0 && len(ss.Deadlines) != len(pr.states[s.state].arms) {
-			return nil, fmt.Errorf("engine: restore: state %q arms %d timers, the snapshot has %d", ss.State, len(pr.states[s.state].arms), len(ss.Deadlines))
+	} else {
+		if !sn.Started {
+			return s, fmt.Errorf("the session is in state %s, but the handler has not started", q(ss.State))
 		}
-		if len(ss.Commits) > 0 && len(ss.Commits) != len(pr.commits) {
-			return nil, fmt.Errorf("engine: restore: %d commitments, the policy declares %d", len(ss.Commits), len(pr.commits))
+		if err := sn.issued("epoch", ss.Epoch); err != nil {
+			return s, err
 		}
-		if len(ss.SrcTimes) > 0 && len(ss.SrcTimes) != len(pr.deadlineSrc) {
-			return nil, fmt.Errorf("engine: restore: %d deadline sources, the program has %d", len(ss.SrcTimes), len(pr.deadlineSrc))
+	}
+	if s.state >= 0 && len(ss.Deadlines) != len(pr.states[s.state].arms) {
+		return s, fmt.Errorf("state %s arms %d timers, the snapshot has %d", q(ss.State), len(pr.states[s.state].arms), len(ss.Deadlines))
+	}
+	if err := pr.restoreTicket(sn, i, s.state); err != nil {
+		return s, err
+	}
+	if len(ss.SrcTimes) > 0 && len(ss.SrcTimes) != len(pr.deadlineSrc) {
+		return s, fmt.Errorf("%d deadline sources, the program has %d", len(ss.SrcTimes), len(pr.deadlineSrc))
+	}
+	if ss.LastMessage != "" {
+		k := slices.IndexFunc(pr.msgs, func(m msgProg) bool { return m.name == ss.LastMessage })
+		if k < 0 {
+			return s, fmt.Errorf("the program has no message type %s", q(ss.LastMessage))
 		}
-		s.epoch, s.ticket, s.deadlines = ss.Epoch, ss.Ticket, ss.Deadlines
-		s.lastReplyWith, s.lastInReplyTo, s.lastSender, s.content = ss.LastReplyWith, ss.LastInReplyTo, ss.LastSender, ss.Content
-		if ss.LastMessage != "" {
-			k := slices.IndexFunc(pr.msgs, func(m msgProg) bool { return m.name == ss.LastMessage })
-			if k < 0 {
-				return nil, fmt.Errorf("engine: restore: the program has no message type %q", ss.LastMessage)
+		s.lastMsg = int32(k + 1)
+	}
+	if err := forms.CheckContent(ss.Content, forms.DefaultLimits); err != nil {
+		return s, err
+	}
+	for name, v := range ss.Vars {
+		if !slices.Contains(pr.vars, name) {
+			return s, fmt.Errorf("the policy declares no variable %s", q(name))
+		}
+		if err := forms.CheckValue(v, forms.DefaultLimits); err != nil {
+			return s, fmt.Errorf("variable %s: %w", q(name), err)
+		}
+	}
+	if s.commits, err = pr.restoreCommits(sn, ss, s.state); err != nil {
+		return s, err
+	}
+	s.epoch, s.ticket, s.deadlines = ss.Epoch, ss.Ticket, ss.Deadlines
+	s.lastReplyWith, s.lastInReplyTo, s.lastSender, s.content = ss.LastReplyWith, ss.LastInReplyTo, ss.LastSender, ss.Content
+	s.sent, s.vars = ss.Sent, ss.Vars
+	if len(ss.SrcTimes) > 0 { // none is nil: apply allocates them
+		s.srcTimes = ss.SrcTimes
+	}
+	return s, nil
+}
+
+// restoreTicket checks session i's ticket: one of its own, for a state
+// that decides, or the join's, for a join; none once it has ended.
+func (pr *Program) restoreTicket(sn *snapshot, i int, state int32) error {
+	t := sn.Sessions[i].Ticket
+	if t == 0 {
+		return nil
+	}
+	if sn.Done || state < 0 || pr.states[state].terminal {
+		return fmt.Errorf("ticket %d is pending in a session that has ended", t)
+	}
+	if err := sn.issued("ticket", t>>ticketSessionBits); err != nil {
+		return err
+	}
+	st := &pr.states[state]
+	switch idx := t & (1<<ticketSessionBits - 1); {
+	case idx == uint64(i+1) && len(st.sends) > 0:
+	case idx == 0 && t == sn.JoinTicket && st.join:
+	default:
+		return fmt.Errorf("ticket %d cannot be pending in state %s of this session", t, policy.Quote(st.name))
+	}
+	return nil
+}
+
+// restoreCommits checks and rebuilds a session's commitments: one per
+// commitment of the policy, or none; each in a commitment state, with an
+// epoch issued when it was created; none open once the session ended.
+func (pr *Program) restoreCommits(sn *snapshot, ss *sessionSnapshot, state int32) ([]commitInst, error) {
+	if len(ss.Commits) == 0 {
+		return nil, nil
+	}
+	if len(ss.Commits) != len(pr.commits) {
+		return nil, fmt.Errorf("%d commitments, the policy declares %d", len(ss.Commits), len(pr.commits))
+	}
+	ended := sn.Aborted || state >= 0 && pr.states[state].terminal
+	out := make([]commitInst, len(ss.Commits))
+	for k, c := range ss.Commits {
+		switch c.State {
+		case "":
+			if c.Epoch != 0 {
+				return nil, fmt.Errorf("commitment %s was never created but has epoch %d", policy.Quote(pr.commits[k].name), c.Epoch)
 			}
-			s.lastMsg = int32(k + 1)
-		}
-		s.sent, s.vars, s.srcTimes = ss.Sent, ss.Vars, ss.SrcTimes
-		for _, c := range ss.Commits {
-			s.commits = append(s.commits, commitInst{state: c.State, epoch: c.Epoch})
-		}
-		if pr.manyRole < 0 && len(h.sessions) == 0 {
-			h.one[0] = s
-			h.sessions = h.one[:1]
-		} else {
-			h.sessions = append(h.sessions, s)
-		}
-		if pr.manyRole >= 0 {
-			if h.many.bySender == nil {
-				h.many.bySender = map[string]int{}
+		case CommitmentConditional, CommitmentDetached, CommitmentDischarged, CommitmentViolated, CommitmentExpired, CommitmentCancelled, CommitmentReleased:
+			if err := sn.issued("commitment epoch", c.Epoch); err != nil {
+				return nil, err
 			}
-			h.many.bySender[s.peer] = len(h.sessions) - 1
+			if ended && c.State.active() {
+				return nil, fmt.Errorf("commitment %s is %s in a session that has ended", policy.Quote(pr.commits[k].name), c.State)
+			}
+		default:
+			return nil, fmt.Errorf("commitment %s is in state %s, which commitments do not have", policy.Quote(pr.commits[k].name), policy.Quote(string(c.State)))
 		}
+		out[k] = commitInst{state: c.State, epoch: c.Epoch}
 	}
-	if pr.manyRole < 0 && len(h.sessions) != 1 {
-		return nil, fmt.Errorf("engine: restore: %d sessions for a role with one peer", len(h.sessions))
-	}
-	return h, nil
+	return out, nil
 }
