@@ -1,7 +1,7 @@
 package trace
 
 import (
-	"container/heap"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -93,13 +93,36 @@ type Options struct {
 	Bind map[string][]string
 	// Resolve resolves child policies for compiling.
 	Resolve policy.Resolver
+	// MaxSteps bounds the inputs Check feeds the handlers: each line's
+	// message to its sender's handler and to each receiver's, and each
+	// timer that fires. Without a bound, a policy whose timers fire again
+	// and again without time passing would keep Check busy for ever, and
+	// one with short timers a trace whose times are years apart. At the
+	// first line that finds the handlers past the bound, Check stops with
+	// a TR007 error finding: that line and the ones after it are not
+	// checked. 0 means DefaultMaxSteps.
+	MaxSteps int
 }
+
+// DefaultMaxSteps is the most inputs Check feeds the handlers unless
+// Options.MaxSteps says otherwise: a few seconds of work, and more than
+// the largest trace Read accepts (DefaultLimits.MaxBytes) needs when its
+// timers fire a few times per line.
+const DefaultMaxSteps = 10_000_000
 
 // Check checks a trace (read by Read) against p. problems are Read's
 // format problems; they become findings. The error is for a policy that
 // does not compile or agents that cannot be bound (a *BindingError).
+//
+// Check hosts one observe-mode handler per agent and conversation on an
+// engine.Driver. Each line is fed to its sender's handler as a message
+// sent and to each receiver's as a message received; before it, the
+// driver's clock moves to the line's time, firing the timers due by then.
 func Check(p *policy.Policy, entries []Entry, problems []Problem, opts Options) (*Result, error) {
-	c := &checker{p: p, convs: map[string]*conversation{}, programs: map[string]*engine.Program{}}
+	c := &checker{p: p, convs: map[string]*conversation{}, programs: map[string]*engine.Program{}, maxSteps: opts.MaxSteps}
+	if c.maxSteps <= 0 {
+		c.maxSteps = DefaultMaxSteps
+	}
 	var copts []engine.CompileOption
 	if opts.Resolve != nil {
 		copts = append(copts, engine.WithPolicies(opts.Resolve))
@@ -122,8 +145,15 @@ func Check(p *policy.Policy, entries []Entry, problems []Problem, opts Options) 
 		// slightly out of time order.
 		c.add(Finding{Line: pr.Line, Severity: severityOf(pr.Code), Code: pr.Code, Message: pr.Message})
 	}
+	start := Origin
+	if len(entries) > 0 {
+		start = entries[0].At
+	}
+	c.d = engine.NewDriver(start, engine.WithObserver(c.observe))
 	for i := range entries {
-		c.entry(&entries[i])
+		if !c.entry(&entries[i]) {
+			break
+		}
 	}
 	return c.result(), nil
 }
@@ -134,16 +164,19 @@ type checker struct {
 	roles    map[string]string // agent → role
 	convs    map[string]*conversation
 	order    []string // conversation ids in the order they opened
-	timers   timerHeap
+	d        *engine.Driver
 	findings []Finding
 	line     int
-	q        engine.Queue
+	// steps counts the inputs fed to the handlers, up to maxSteps.
+	steps    int
+	maxSteps int
+	msg      engine.MessageEvent // reused: handlers keep no input event
 }
 
 type conversation struct {
-	id       string
-	handlers map[string]*engine.Handler // by agent
-	agents   []string
+	id string
+	// agents are those with a handler in it, in the order they joined.
+	agents []string
 	// players maps each role that is not many to the one agent playing
 	// it in this conversation.
 	players map[string]string
@@ -207,9 +240,17 @@ func bindRoles(p *policy.Policy, entries []Entry, bind map[string][]string) (map
 			agents = append(agents, a)
 		}
 	}
-	for _, e := range entries {
-		note(e.Message.Sender)
-		for _, r := range e.Message.Receivers {
+	var first *Entry // the first line with a message
+	for i := range entries {
+		m := entries[i].Message
+		if m == nil {
+			continue
+		}
+		if first == nil {
+			first = &entries[i]
+		}
+		note(m.Sender)
+		for _, r := range m.Receivers {
 			note(r)
 		}
 	}
@@ -227,13 +268,13 @@ func bindRoles(p *policy.Policy, entries []Entry, bind map[string][]string) (map
 		if len(init) != 1 {
 			return nil, &BindingError{fmt.Sprintf("cannot tell which agents play which role: policy %s has no single initiating role; add -bind ROLE=agent for %s", policy.Quote(p.Name), policy.QuoteList(unbound, maxListed))}
 		}
-		first := entries[0].Message
-		if !opensAs(p, init[0], first.Performative) {
+		m := first.Message // an agent is unbound, so there is a message line
+		if !opensAs(p, init[0], m.Performative) {
 			return nil, &BindingError{fmt.Sprintf("cannot tell who plays %s: the trace's first line (line %d, %s from %s) is not a message %s opens %s with (%s); add -bind %s=AGENT",
-				policy.Clip(init[0]), entries[0].Line, policy.Clip(first.Performative), policy.Quote(first.Sender), policy.Clip(init[0]), policy.Quote(p.Name), clipList(openers(p, init[0]), " or "), policy.Clip(init[0]))}
+				policy.Clip(init[0]), first.Line, policy.Clip(m.Performative), policy.Quote(m.Sender), policy.Clip(init[0]), policy.Quote(p.Name), clipList(openers(p, init[0]), " or "), policy.Clip(init[0]))}
 		}
-		roles[first.Sender] = init[0]
-		unbound = slices.DeleteFunc(unbound, func(a string) bool { return a == first.Sender })
+		roles[m.Sender] = init[0]
+		unbound = slices.DeleteFunc(unbound, func(a string) bool { return a == m.Sender })
 	}
 	if len(unbound) == 0 {
 		return roles, nil
@@ -329,11 +370,13 @@ func plural(n int) string {
 	return ""
 }
 
-// handler returns the handler of agent in conversation cv, starting it
-// at time at when new.
-func (c *checker) handler(cv *conversation, agent string, at time.Time) *engine.Handler {
-	if h, ok := cv.handlers[agent]; ok {
-		return h
+// handler makes sure agent has a handler in conversation cv, adding and
+// starting one at the driver's time when it has none, and reports
+// whether it has. An agent that plays no part in cv has none: that is a
+// finding, once per conversation.
+func (c *checker) handler(cv *conversation, agent string) bool {
+	if c.d.Handler(agent, cv.id) != nil {
+		return true
 	}
 	role, ok := c.roles[agent]
 	if !ok {
@@ -342,7 +385,7 @@ func (c *checker) handler(cv *conversation, agent string, at time.Time) *engine.
 			c.add(Finding{Line: c.line, Severity: policy.SeverityError, Code: string(engine.CodeUnknownAgent), Agent: agent,
 				Message: fmt.Sprintf("agent %s plays no role of %s; bind it with -bind ROLE=%s", policy.Quote(agent), policy.Quote(c.p.Name), policy.Clip(agent))})
 		}
-		return nil
+		return false
 	}
 	// A role that is not many is played by one agent in each
 	// conversation: the first one of its agents to take part.
@@ -353,20 +396,19 @@ func (c *checker) handler(cv *conversation, agent string, at time.Time) *engine.
 				c.add(Finding{Line: c.line, Severity: policy.SeverityError, Code: string(engine.CodeUnknownAgent), Agent: agent, Role: role,
 					Message: fmt.Sprintf("%s is not an agent of conversation %s: %s plays %s in it, and %s is played by one agent in each conversation", policy.Quote(agent), policy.Quote(cv.id), policy.Quote(other), policy.Clip(role), policy.Clip(role))})
 			}
-			return nil
+			return false
 		}
 		cv.players[role] = agent
 	}
 	h, err := c.programs[role].NewHandler(cv.id, agent, engine.WithMode(engine.Observe))
-	if err != nil {
-		return nil
+	if err == nil {
+		err = c.d.Add(h)
 	}
-	cv.handlers[agent] = h
-	cv.agents = append(cv.agents, agent)
-	c.q.Reset()
-	_ = h.Start(at, &c.q) // a new handler always starts
-	c.collect(cv, agent)
-	return h
+	if err == nil {
+		cv.agents = append(cv.agents, agent)
+		err = c.d.Start(agent, cv.id)
+	}
+	return c.done(agent, err)
 }
 
 // opens reports whether m can open a conversation: its sender's role may
@@ -386,9 +428,55 @@ func (c *checker) openingText() string {
 	return strings.Join(parts, ", or ")
 }
 
-func (c *checker) entry(e *Entry) {
+// entry checks one line, and reports false when checking stops there.
+func (c *checker) entry(e *Entry) bool {
 	c.line = e.Line
-	c.fireUntil(e.At)
+	if !c.advance(e.At) {
+		return false
+	}
+	if e.Message != nil {
+		c.message(e)
+	}
+	return true
+}
+
+// advance moves the driver's clock to t (never back), firing the timers
+// due by then. It calls the driver again while the driver stops at its
+// step limit with work left, and reports false, with a TR007 finding,
+// once the handlers have taken more than maxSteps inputs.
+func (c *checker) advance(t time.Time) bool {
+	if now := c.d.Now(); t.Before(now) {
+		t = now
+	}
+	for {
+		err := c.d.AdvanceTo(t)
+		if c.steps > c.maxSteps {
+			c.add(Finding{Line: c.line, Severity: severityOf(CodeLimit), Code: CodeLimit,
+				Message: fmt.Sprintf("checking stops here: the handlers have taken more than the limit of %d inputs (messages, and timers that fired), as when timeouts lead from state to state without time passing; this line and the ones after it are not checked", c.maxSteps)})
+			return false
+		}
+		if !errors.Is(err, engine.ErrStepLimit) {
+			c.done("", err)
+			return true
+		}
+	}
+}
+
+// done ends a call of the driver made for agent: it drops what the driver
+// could not carry out (the handlers observe, so they send nothing, and
+// child policies are not run), and turns an error into a finding. It
+// reports whether there was none.
+func (c *checker) done(agent string, err error) bool {
+	c.d.TakeUnrouted()
+	if err != nil {
+		c.add(Finding{Line: c.line, Severity: policy.SeverityError, Code: string(engine.CodeUnexpected), Agent: agent, Role: c.roles[agent], Message: err.Error()})
+	}
+	return err == nil
+}
+
+// message checks a message line: a send by its sender and a receipt by
+// each receiver.
+func (c *checker) message(e *Entry) {
 	m := e.Message
 	cv := c.convs[m.ConversationID]
 	if cv == nil {
@@ -401,59 +489,55 @@ func (c *checker) entry(e *Entry) {
 				Message: fmt.Sprintf("%s from %s is in %s the trace never opened, and cannot open one (a conversation of %s opens with %s)", policy.Clip(m.Performative), policy.Quote(m.Sender), what, policy.Quote(c.p.Name), c.openingText())})
 			return
 		}
-		cv = &conversation{id: m.ConversationID, handlers: map[string]*engine.Handler{}, players: map[string]string{}, outsiders: map[string]bool{}}
+		cv = &conversation{id: m.ConversationID, players: map[string]string{}, outsiders: map[string]bool{}}
 		c.convs[m.ConversationID] = cv
 		c.order = append(c.order, m.ConversationID)
 	}
-	if h := c.handler(cv, m.Sender, e.At); h != nil {
-		c.process(cv, m.Sender, h, &engine.MessageEvent{At: e.At, Message: m, Sent: true})
+	if c.handler(cv, m.Sender) {
+		c.msg = engine.MessageEvent{At: e.At, Message: m, Sent: true}
+		c.done(m.Sender, c.d.Process(m.Sender, cv.id, &c.msg))
 	}
 	for _, r := range m.Receivers {
-		if h := c.handler(cv, r, e.At); h != nil {
-			c.process(cv, r, h, &engine.MessageEvent{At: e.At, Message: m})
+		if c.handler(cv, r) {
+			c.msg = engine.MessageEvent{At: e.At, Message: m}
+			c.done(r, c.d.Process(r, cv.id, &c.msg))
 		}
 	}
 }
 
-func (c *checker) process(cv *conversation, agent string, h *engine.Handler, ev engine.Event) {
-	c.q.Reset()
-	if err := h.Process(ev, &c.q); err != nil {
-		c.add(Finding{Line: c.line, Severity: policy.SeverityError, Code: string(engine.CodeUnexpected), Agent: agent, Role: c.roles[agent], Message: err.Error()})
-		return
-	}
-	c.collect(cv, agent)
-}
-
-// collect turns the queue's events into findings and pending timers.
-func (c *checker) collect(cv *conversation, agent string) {
-	role := c.roles[agent]
-	for _, ev := range c.q.Events() {
-		switch e := ev.(type) {
+// observe turns the driver's steps into findings and counts the inputs.
+func (c *checker) observe(s engine.Step) {
+	switch s.Kind {
+	case engine.StepInput:
+		c.steps++
+	case engine.StepOutput:
+		role := c.roles[s.Agent]
+		switch e := s.Event.(type) {
 		case *engine.ProtocolErrorEvent:
-			c.add(Finding{Line: c.line, Severity: policy.SeverityError, Code: string(e.Code), Agent: agent, Role: role, Message: e.Reason})
+			c.add(Finding{Line: c.line, Severity: policy.SeverityError, Code: string(e.Code), Agent: s.Agent, Role: role, Message: e.Reason})
 		case *engine.CommitmentEvent:
 			if e.State == engine.CommitmentViolated {
-				c.add(Finding{Line: c.line, Severity: policy.SeverityWarning, Code: CodeCommitment, Agent: agent, Role: role,
+				c.add(Finding{Line: c.line, Severity: policy.SeverityWarning, Code: CodeCommitment, Agent: s.Agent, Role: role,
 					Message: fmt.Sprintf("commitment %s of %s to %s was violated (%s)", policy.Quote(e.Name), policy.Quote(e.Debtor), policy.Quote(e.Creditor), e.Cause)})
-			}
-		case *engine.TimerEvent:
-			if e.Op == engine.TimerSet {
-				heap.Push(&c.timers, pendingTimer{conv: cv, agent: agent, ev: *e, seq: c.timers.pushed})
-				c.timers.pushed++
 			}
 		}
 	}
 }
 
-// fireUntil fires, in deadline order, every timer due at or before t.
-func (c *checker) fireUntil(t time.Time) {
-	for len(c.timers.items) > 0 && !c.timers.items[0].ev.Deadline.After(t) {
-		pt := heap.Pop(&c.timers).(pendingTimer)
-		h := pt.conv.handlers[pt.agent]
-		ev := pt.ev
-		ev.At = ev.Deadline
-		c.process(pt.conv, pt.agent, h, &ev)
+// outcomeText renders the outcome of a handler that is done.
+func outcomeText(h *engine.Handler) string {
+	if peers := h.Sessions(); peers != nil {
+		return outcomeSummary(h, peers)
 	}
+	return policy.Clip(h.Outcome(""))
+}
+
+// stateText renders the state of a handler that is not done.
+func stateText(h *engine.Handler) string {
+	if peers := h.Sessions(); peers != nil {
+		return "sessions " + sessionStates(h, peers)
+	}
+	return policy.Clip(h.State(""))
 }
 
 func (c *checker) result() *Result {
@@ -469,21 +553,14 @@ func (c *checker) result() *Result {
 	for _, id := range c.order {
 		cv := c.convs[id]
 		for _, a := range cv.agents {
-			h := cv.handlers[a]
+			h := c.d.Handler(a, id)
 			outcome := ""
 			if h.Done() {
-				outcome = policy.Clip(h.Outcome(""))
-				if peers := h.Sessions(); peers != nil {
-					outcome = outcomeSummary(h, peers)
-				}
+				outcome = outcomeText(h)
 			} else {
 				res.Summary.Complete = false
-				state := policy.Clip(h.State(""))
-				if peers := h.Sessions(); peers != nil {
-					state = "sessions " + sessionStates(h, peers)
-				}
 				c.add(Finding{Line: c.line, Severity: policy.SeverityInfo, Code: CodeUnfinished, Agent: a, Role: c.roles[a],
-					Message: fmt.Sprintf("the trace ends before %s finishes conversation %s (in state %s)", policy.Quote(a), policy.Quote(id), state)})
+					Message: fmt.Sprintf("the trace ends before %s finishes conversation %s (in state %s)", policy.Quote(a), policy.Quote(id), stateText(h))})
 			}
 			o := perAgent[a]
 			if o == nil {
@@ -547,33 +624,4 @@ func sessionStates(h *engine.Handler, peers []string) string {
 		parts = append(parts, fmt.Sprintf("%s:%s", policy.Clip(p), policy.Quote(h.State(p))))
 	}
 	return strings.Join(parts, " ")
-}
-
-type pendingTimer struct {
-	conv  *conversation
-	agent string
-	ev    engine.TimerEvent
-	seq   int
-}
-
-// timerHeap orders pending timers by deadline, then by when they were set.
-type timerHeap struct {
-	items  []pendingTimer
-	pushed int
-}
-
-func (h *timerHeap) Len() int { return len(h.items) }
-func (h *timerHeap) Less(i, j int) bool {
-	a, b := h.items[i], h.items[j]
-	if !a.ev.Deadline.Equal(b.ev.Deadline) {
-		return a.ev.Deadline.Before(b.ev.Deadline)
-	}
-	return a.seq < b.seq
-}
-func (h *timerHeap) Swap(i, j int) { h.items[i], h.items[j] = h.items[j], h.items[i] }
-func (h *timerHeap) Push(x any)    { h.items = append(h.items, x.(pendingTimer)) }
-func (h *timerHeap) Pop() any {
-	x := h.items[len(h.items)-1]
-	h.items = h.items[:len(h.items)-1]
-	return x
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/parleyhq/parley/engine"
 	"github.com/parleyhq/parley/policies"
 	"github.com/parleyhq/parley/policy"
 	"github.com/parleyhq/parley/trace"
@@ -612,4 +613,80 @@ func TestCheckTimeGoingBackIsAWarning(t *testing.T) {
 	assert.True(t, res.Summary.Conforms, "%+v", res.Findings)
 	assert.Equal(t, []finding{{3, "warning", trace.CodeBackwards, "", ""}}, findingsOf(res))
 	assert.Equal(t, "at 2026-03-01T10:00:10Z is before 2026-03-01T10:00:20Z, the time of the line before; the line is read as happening then", res.Findings[0].Message)
+}
+
+// treadmill's timeouts lead from state to state without time passing once
+// the request's reply_by is past: its timer is due again as soon as it is
+// armed.
+const treadmill = `policy: treadmill
+version: 1
+roles: [A, B]
+messages:
+  go: request
+  stop: inform
+timers:
+  t: {deadline: go.reply_by, default: 10s}
+states:
+  start:
+    - {send: go, from: A, to: B, next: left}
+  left:
+    arm: t
+    on:
+      - {timeout: t, next: right}
+      - {send: stop, from: B, to: A, next: done}
+  right:
+    arm: t
+    on:
+      - {timeout: t, next: left}
+      - {send: stop, from: B, to: A, next: done}
+  done: {terminal: done}
+`
+
+// TestCheckTimeoutsWithoutTimePassingStop is the regression test for a
+// policy whose timeouts fire one another for ever at one instant: Check
+// used to fire them without end. It stops at the line that finds the
+// handlers past Options.MaxSteps, with a TR007 error.
+func TestCheckTimeoutsWithoutTimePassingStop(t *testing.T) {
+	entries, problems, err := trace.Read(strings.NewReader(`{"at": "0s", "performative": "request", "sender": "a", "receiver": "b", "conversation_id": "c1", "reply_by": "1s"}
+{"at": "5s", "performative": "inform", "sender": "b", "receiver": "a", "conversation_id": "c1"}
+{"at": "6s", "performative": "inform", "sender": "b", "receiver": "a", "conversation_id": "c1"}`))
+	require.NoError(t, err)
+	res, err := trace.Check(inline(t, treadmill), entries, problems, trace.Options{MaxSteps: 1000})
+	require.NoError(t, err)
+	assert.Equal(t, []finding{
+		{2, "error", trace.CodeLimit, "", ""},
+		{2, "info", trace.CodeUnfinished, "a", "A"},
+		{2, "info", trace.CodeUnfinished, "b", "B"},
+	}, findingsOf(res))
+	assert.Equal(t, "checking stops here: the handlers have taken more than the limit of 1000 inputs (messages, and timers that fired), as when timeouts lead from state to state without time passing; this line and the ones after it are not checked", res.Findings[0].Message)
+	assert.False(t, res.Summary.Conforms)
+	assert.False(t, res.Summary.Complete)
+}
+
+// TestCheckManyTimersAtOnce checks that more timers than the driver
+// fires in one call (engine.DefaultStepLimit) all fire when one line
+// passes their deadline: Check calls the driver again.
+func TestCheckManyTimersAtOnce(t *testing.T) {
+	const n = engine.DefaultStepLimit/2 + 1 // two handlers each: more timers than one call fires
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, `{"at": "2026-03-01T10:00:00Z", "performative": "request", "sender": "alice", "receiver": "p%d", "conversation_id": "c%d", "reply_by": "2026-03-01T10:00:30Z"}`+"\n", i, i)
+	}
+	b.WriteString(`{"at": "2026-03-01T10:01:00Z", "performative": "request", "sender": "alice", "receiver": "p0", "conversation_id": "last"}` + "\n")
+	entries, problems, err := trace.Read(strings.NewReader(b.String()))
+	require.NoError(t, err)
+	require.Empty(t, problems)
+	participants := make([]string, n)
+	for i := range participants {
+		participants[i] = fmt.Sprintf("p%d", i)
+	}
+	res, err := trace.Check(shipped(t, "fipa-request"), entries, nil, trace.Options{Bind: map[string][]string{"Initiator": {"alice"}, "Participant": participants}})
+	require.NoError(t, err)
+	assert.Equal(t, []finding{
+		{n + 1, "info", trace.CodeUnfinished, "alice", "Initiator"},
+		{n + 1, "info", trace.CodeUnfinished, "p0", "Participant"},
+		{n + 1, "info", trace.CodeOmitted, "", ""},
+	}, findingsOf(res), "every conversation but the last timed out")
+	assert.Equal(t, "c0=timeout,last=", res.Summary.Outcomes["p0"])
+	assert.Equal(t, "timeout", res.Summary.Outcomes["p1"])
 }

@@ -20,7 +20,7 @@ var Codes = []CodeInfo{
 	{CodeContent, policy.SeverityError, "content is not a JSON object"},
 	{CodeCommitment, policy.SeverityWarning, "a commitment was violated"},
 	{CodeUnfinished, policy.SeverityInfo, "the trace ends before a conversation does"},
-	{CodeLimit, policy.SeverityError, "a line, a field or the trace is larger than its limit, or nests too deep"},
+	{CodeLimit, policy.SeverityError, "a line, a field or the trace is larger than its limit, or nests too deep, or checking takes more than Options.MaxSteps inputs"},
 	{CodeDuplicate, policy.SeverityError, "a JSON object in the line repeats a key"},
 	{CodeTimeRange, policy.SeverityError, "a time outside the years 0001 to 9999, or a duration that overflows"},
 	{CodeBackwards, policy.SeverityWarning, "at is before the previous line's time"},
