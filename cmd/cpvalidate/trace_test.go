@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/parleyhq/parley/policies"
 )
 
 // traces is the directory of the example traces, as the tests name it on
@@ -54,10 +56,15 @@ var traceCases = []struct {
 	{name: "cnet-late-proposal", code: exitErrors},
 	{name: "cnet-not-understood", code: exitOK},
 	{name: "cnet-cancel", code: exitOK},
+	// The protocol library: traces named after their policy.
+	{name: "fipa-iterated-contract-net-rounds", code: exitOK},
+	{name: "fipa-iterated-contract-net-stale-accept", code: exitErrors},
 }
 
 // tracePolicyFor names the shipped policy a trace file is checked
-// against, by the file name's prefix.
+// against, by the file name's prefix: request-*, query-* and cnet-* for
+// the first FIPA policies, else the longest shipped policy name the file
+// name starts with, followed by a hyphen.
 func tracePolicyFor(t *testing.T, name string) string {
 	t.Helper()
 	prefix, _, _ := strings.Cut(name, "-")
@@ -69,8 +76,14 @@ func tracePolicyFor(t *testing.T, name string) string {
 	case "cnet":
 		return "fipa-contract-net"
 	}
-	require.Failf(t, "unknown trace prefix", "%s: name traces request-*, query-* or cnet-*", name)
-	return ""
+	best := ""
+	for _, p := range policies.Names() {
+		if strings.HasPrefix(name, p+"-") && len(p) > len(best) {
+			best = p
+		}
+	}
+	require.NotEmpty(t, best, "%s: name traces request-*, query-*, cnet-* or after the shipped policy they follow (fipa-subscribe-*)", name)
+	return best
 }
 
 // TestTraceCasesListEveryTrace keeps traceCases and the directory in step:
@@ -383,7 +396,7 @@ func TestTraceUsageErrors(t *testing.T) {
 		{name: "bind an empty agent", args: []string{"trace", "-bind", "Participant=bob,,carol", "fipa-request", good}, stderr: []string{"empty agent name"}},
 		{name: "missing trace file", args: []string{"trace", "fipa-request", "testdata/nosuch.jsonl"}, stderr: []string{"testdata/nosuch.jsonl: no such file or directory"}},
 		{name: "trace is a directory", args: []string{"trace", "fipa-request", traces}, stderr: []string{"reading " + traces}},
-		{name: "unknown shipped policy", args: []string{"trace", "fipa-requets", good}, stderr: []string{"fipa-requets is neither a file nor a shipped policy (conversation-setup, fipa-contract-net, fipa-query, fipa-request)"}},
+		{name: "unknown shipped policy", args: []string{"trace", "fipa-requets", good}, stderr: []string{"fipa-requets is neither a file nor a shipped policy (" + strings.Join(policies.Names(), ", ") + ")"}},
 		{name: "missing policy file", args: []string{"trace", "testdata/nosuch.yaml", good}, stderr: []string{"testdata/nosuch.yaml: no such file or directory"}},
 		{
 			name:   "policy file with errors",
