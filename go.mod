@@ -6,7 +6,9 @@ require (
 	github.com/beevik/etree v1.8.1
 	github.com/expr-lang/expr v1.17.8
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.2
+	github.com/sourcegraph/jsonrpc2 v0.2.0
 	github.com/stretchr/testify v1.11.1
+	github.com/tliron/glsp v0.2.2
 	gopkg.in/yaml.v3 v3.0.1
 )
 

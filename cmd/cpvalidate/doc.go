@@ -9,6 +9,7 @@
 //	cpvalidate convert -to yaml|xml [-o FILE] FILE
 //	cpvalidate graph [-format mermaid|dot] [-role ROLE] FILE
 //	cpvalidate trace [-bind ROLE=agent[,agent...]]... [-format text|json] [-max N] POLICY TRACE
+//	cpvalidate lsp [-log FILE]
 //	cpvalidate help [COMMAND]
 //
 // A PATH that is a directory stands for every .yaml, .yml and .xml file

@@ -25,6 +25,7 @@ Usage:
   cpvalidate convert -to yaml|xml [-o FILE] FILE
   cpvalidate graph [-format mermaid|dot] [-role ROLE] FILE
   cpvalidate trace [-bind ROLE=agent[,agent...]]... [-format text|json] [-max N] POLICY TRACE
+  cpvalidate lsp [-log FILE]
   cpvalidate help [COMMAND]
 
 Commands:
@@ -32,6 +33,7 @@ Commands:
   convert  convert a policy between YAML and CP-XML, losslessly
   graph    draw a policy, or one role's projection, as a diagram
   trace    check a recorded conversation (JSON Lines) against a policy
+  lsp      serve editors over the Language Server Protocol (stdin/stdout)
   help     print this help, or a command's ("cpvalidate help graph")
 
 A PATH that is a directory stands for every .yaml, .yml and .xml file
