@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,9 +15,18 @@ import (
 	"github.com/parleyhq/parley/policies"
 )
 
+// patient is the decision timeout of the library's agents. The manager
+// keeps a decision's timeout running after its decider answers
+// decision.ErrNoDecision, and aborts the conversation when it fires,
+// although the point is meant to stay open with the policy's timers
+// bounding the wait; these tests leave such points open (a subscriber
+// that may cancel) while the fake clock moves on by minutes.
+const patient = 24 * time.Hour
+
 // library is an agent of the world that also speaks the named shipped
 // policies of the protocol library.
 func (w *world) library(name string, d decision.Decider, names []string, opts ...agent.Option) *agent.Manager {
+	opts = append([]agent.Option{agent.WithLimits(agent.Limits{DecisionTimeout: patient})}, opts...)
 	m := w.agent(name, d, opts...)
 	for _, n := range names {
 		p, err := policies.Load(n)
@@ -119,4 +129,87 @@ func TestLibraryIteratedContractNet(t *testing.T) {
 	defer w.rec.mu.Unlock()
 	assert.Contains(t, w.rec.commits, "buyer task released", "the revised cfp releases the first proposals")
 	assert.Contains(t, w.rec.commits, "buyer task discharged")
+}
+
+func TestLibrarySubscribe(t *testing.T) {
+	const name = "fipa-subscribe"
+	// ticker agrees and sends notes notifications, then waits.
+	ticker := func(notes int) decision.Decider {
+		var sent atomic.Int32
+		return decision.Func(func(_ context.Context, req *decision.Request) (decision.Answer, error) {
+			switch req.Point {
+			case "subscribing":
+				return decision.Answer{Choice: "agree"}, nil
+			case "subscribed":
+				if n := sent.Add(1); int(n) <= notes {
+					return decision.Answer{Choice: "inform-result", Content: map[string]any{"result": 100 + float64(n)}}, nil
+				}
+			case "cancelling":
+				return decision.Answer{Choice: "inform-done", Content: map[string]any{"done": true}}, nil
+			}
+			return decision.Answer{}, decision.ErrNoDecision
+		})
+	}
+	// desk subscribes until its lease, and cancels once it has seen the
+	// price reach cancelAt (never, for 0).
+	desk := func(until time.Time, cancelAt float64) decision.Decider {
+		return decision.Func(func(_ context.Context, req *decision.Request) (decision.Answer, error) {
+			switch req.Point {
+			case "start":
+				return decision.Answer{Choice: "subscribe", Content: map[string]any{"objects": "price of ACME", "until": until}}, nil
+			case "subscribed":
+				if p, _ := req.Content["result"].(float64); cancelAt != 0 && p >= cancelAt {
+					return decision.Answer{Choice: "cancel"}, nil
+				}
+			}
+			return decision.Answer{}, decision.ErrNoDecision
+		})
+	}
+	tests := []struct {
+		name     string
+		notes    int
+		cancelAt float64
+		advance  time.Duration // how long the test lets pass
+		want     []string      // what the ticker sends
+		outcome  string
+		commit   string // the notify commitment's last state
+	}{
+		{
+			name: "notified until cancelled", notes: 3, cancelAt: 103,
+			want:    []string{"desk:subscribe", "ticker:agree", "ticker:inform", "ticker:inform", "ticker:inform", "desk:cancel", "ticker:inform"},
+			outcome: "cancelled", commit: "discharged",
+		},
+		{
+			name: "the lease runs out", notes: 1, advance: 10 * time.Minute,
+			want:    []string{"desk:subscribe", "ticker:agree", "ticker:inform"},
+			outcome: "expired", commit: "discharged",
+		},
+		{
+			name: "agreed but never notified", notes: 0, advance: 10 * time.Minute,
+			want:    []string{"desk:subscribe", "ticker:agree"},
+			outcome: "expired", commit: "violated",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t)
+			agents := map[string]*agent.Manager{
+				"desk":   w.library("desk", desk(mt0.Add(10*time.Minute), tt.cancelAt), []string{name}),
+				"ticker": w.library("ticker", ticker(tt.notes), []string{name}),
+			}
+			conv, err := agents["desk"].Start(context.Background(), agent.StartRequest{Policy: name, Role: "Initiator", Peers: map[string][]string{"Participant": {"ticker"}}})
+			require.NoError(t, err)
+			w.settle()
+			if tt.advance > 0 {
+				w.clock.Advance(tt.advance)
+				w.settle()
+			}
+			assert.Equal(t, map[string]string{"desk": tt.outcome, "ticker": tt.outcome}, outcomes(t, conv, agents))
+			assert.Equal(t, tt.want, w.rec.performatives())
+			assert.Empty(t, w.rec.codes())
+			w.rec.mu.Lock()
+			defer w.rec.mu.Unlock()
+			assert.Contains(t, w.rec.commits, "desk notify "+tt.commit)
+		})
+	}
 }

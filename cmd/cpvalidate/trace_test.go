@@ -59,6 +59,8 @@ var traceCases = []struct {
 	// The protocol library: traces named after their policy.
 	{name: "fipa-iterated-contract-net-rounds", code: exitOK},
 	{name: "fipa-iterated-contract-net-stale-accept", code: exitErrors},
+	{name: "fipa-subscribe-cancel", code: exitOK},
+	{name: "fipa-subscribe-after-lease", code: exitErrors},
 }
 
 // tracePolicyFor names the shipped policy a trace file is checked
