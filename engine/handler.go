@@ -129,6 +129,9 @@ type session struct {
 type commitInst struct {
 	state CommitmentState
 	epoch uint64
+	// deadline is when the commitment's armed timer fires (Unix
+	// nanoseconds; 0 for none).
+	deadline int64
 }
 
 // manyState is what a handler keeping one session per peer of a many

@@ -58,8 +58,9 @@ type sessionSnapshot struct {
 }
 
 type commitSnapshot struct {
-	State CommitmentState `json:"state,omitempty"`
-	Epoch uint64          `json:"epoch"`
+	State    CommitmentState `json:"state,omitempty"`
+	Epoch    uint64          `json:"epoch"`
+	Deadline int64           `json:"deadline,omitempty"`
 }
 
 // Snapshot returns the handler's whole state as bytes (JSON): the policy
@@ -94,7 +95,7 @@ func (h *Handler) Snapshot() ([]byte, error) {
 			ss.LastMessage = pr.msgs[s.lastMsg-1].name
 		}
 		for _, c := range s.commits {
-			ss.Commits = append(ss.Commits, commitSnapshot{State: c.state, Epoch: c.epoch})
+			ss.Commits = append(ss.Commits, commitSnapshot{State: c.state, Epoch: c.epoch, Deadline: c.deadline})
 		}
 		sn.Sessions = append(sn.Sessions, ss)
 	}
@@ -378,7 +379,10 @@ func (pr *Program) restoreCommits(sn *snapshot, ss *sessionSnapshot, state int32
 		default:
 			return nil, fmt.Errorf("commitment %s is in state %s, which commitments do not have", policy.Quote(pr.commits[k].name), policy.Quote(string(c.State)))
 		}
-		out[k] = commitInst{state: c.State, epoch: c.Epoch}
+		if c.Deadline < 0 {
+			return nil, fmt.Errorf("commitment %s has a negative deadline", policy.Quote(pr.commits[k].name))
+		}
+		out[k] = commitInst{state: c.State, epoch: c.Epoch, deadline: c.Deadline}
 	}
 	return out, nil
 }
