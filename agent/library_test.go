@@ -213,3 +213,56 @@ func TestLibrarySubscribe(t *testing.T) {
 		})
 	}
 }
+
+func TestLibraryPropose(t *testing.T) {
+	const name = "fipa-propose"
+	cleaner := script{
+		"start":    {Choice: "propose", Content: map[string]any{"action": "clean the windows", "price": 80}},
+		"accepted": {Choice: "inform-result", Content: map[string]any{"result": "12 windows cleaned"}},
+	}
+	tests := []struct {
+		name    string
+		office  script
+		advance time.Duration
+		want    []string
+		outcome string
+		commit  string // the perform commitment's last state
+	}{
+		{
+			name:   "accepted and performed",
+			office: script{"proposed": {Choice: "accept-proposal"}},
+			want:   []string{"cleaner:propose", "office:accept-proposal", "cleaner:inform"}, outcome: "result", commit: "discharged",
+		},
+		{
+			name:   "rejected",
+			office: script{"proposed": {Choice: "reject-proposal", Content: map[string]any{"reason": "too dear"}}},
+			want:   []string{"cleaner:propose", "office:reject-proposal"}, outcome: "rejected", commit: "released",
+		},
+		{
+			name: "never answered", office: script{}, advance: 30 * time.Second,
+			want: []string{"cleaner:propose"}, outcome: "timeout", commit: "expired",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t)
+			agents := map[string]*agent.Manager{
+				"cleaner": w.library("cleaner", cleaner, []string{name}),
+				"office":  w.library("office", tt.office, []string{name}),
+			}
+			conv, err := agents["cleaner"].Start(context.Background(), agent.StartRequest{Policy: name, Role: "Initiator", Peers: map[string][]string{"Participant": {"office"}}})
+			require.NoError(t, err)
+			w.settle()
+			if tt.advance > 0 {
+				w.clock.Advance(tt.advance)
+				w.settle()
+			}
+			assert.Equal(t, map[string]string{"cleaner": tt.outcome, "office": tt.outcome}, outcomes(t, conv, agents))
+			assert.Equal(t, tt.want, w.rec.performatives())
+			assert.Empty(t, w.rec.codes())
+			w.rec.mu.Lock()
+			defer w.rec.mu.Unlock()
+			assert.Contains(t, w.rec.commits, "office perform "+tt.commit)
+		})
+	}
+}

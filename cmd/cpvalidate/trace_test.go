@@ -61,6 +61,8 @@ var traceCases = []struct {
 	{name: "fipa-iterated-contract-net-stale-accept", code: exitErrors},
 	{name: "fipa-subscribe-cancel", code: exitOK},
 	{name: "fipa-subscribe-after-lease", code: exitErrors},
+	{name: "fipa-propose-accept", code: exitOK},
+	{name: "fipa-propose-late-accept", code: exitErrors},
 }
 
 // tracePolicyFor names the shipped policy a trace file is checked
