@@ -266,3 +266,81 @@ func TestLibraryPropose(t *testing.T) {
 		})
 	}
 }
+
+func TestLibraryRequestWhen(t *testing.T) {
+	const name = "fipa-request-when"
+	until := mt0.Add(2 * time.Hour)
+	tests := []struct {
+		name      string
+		planner   script
+		sprinkler script
+		holds     time.Duration // when the precondition comes true; 0 for never
+		advance   time.Duration
+		want      []string
+		outcome   string
+		commit    string // the perform commitment's last state
+	}{
+		{
+			name:      "acts once the precondition holds",
+			sprinkler: script{"requested": {Choice: "agree"}},
+			holds:     90 * time.Minute,
+			want:      []string{"planner:request-when", "sprinkler:agree", "sprinkler:inform"}, outcome: "result", commit: "discharged",
+		},
+		{
+			name:      "the precondition never holds",
+			sprinkler: script{"requested": {Choice: "agree"}},
+			advance:   2 * time.Hour,
+			want:      []string{"planner:request-when", "sprinkler:agree"}, outcome: "expired", commit: "violated",
+		},
+		{
+			name:      "cancelled while waiting",
+			planner:   script{"waiting": {Choice: "cancel"}},
+			sprinkler: script{"requested": {Choice: "agree"}, "cancelling": {Choice: "inform-done", Content: map[string]any{"done": true}}},
+			want:      []string{"planner:request-when", "sprinkler:agree", "planner:cancel", "sprinkler:inform"}, outcome: "cancelled", commit: "released",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t)
+			// The sprinkler leaves "waiting" to the application, which
+			// answers once the precondition holds.
+			waiting := make(chan agent.DecisionRequest, 1)
+			planner := script{"start": {Choice: "request-when", Content: map[string]any{"action": "water the lawn", "when": "soil moisture below 20%", "until": until}}}
+			for k, v := range tt.planner {
+				planner[k] = v
+			}
+			agents := map[string]*agent.Manager{
+				"planner": w.library("planner", planner, []string{name}),
+				"sprinkler": w.library("sprinkler", tt.sprinkler, []string{name}, agent.WithAsyncDecisions(func(r agent.DecisionRequest) {
+					if r.Request.Point == "waiting" {
+						waiting <- r
+					}
+				})),
+			}
+			conv, err := agents["planner"].Start(context.Background(), agent.StartRequest{Policy: name, Role: "Initiator", Peers: map[string][]string{"Participant": {"sprinkler"}}})
+			require.NoError(t, err)
+			w.settle()
+			if tt.holds > 0 {
+				w.clock.Advance(tt.holds)
+				var r agent.DecisionRequest
+				select {
+				case r = <-waiting:
+				case <-time.After(10 * time.Second):
+					require.FailNow(t, "the sprinkler was never asked to act")
+				}
+				require.NoError(t, agents["sprinkler"].Answer(r.Conversation, r.Ticket, decision.Answer{Choice: "inform-result", Content: map[string]any{"result": "watered for 20 minutes"}}))
+				w.settle()
+			}
+			if tt.advance > 0 {
+				w.clock.Advance(tt.advance)
+				w.settle()
+			}
+			assert.Equal(t, map[string]string{"planner": tt.outcome, "sprinkler": tt.outcome}, outcomes(t, conv, agents))
+			assert.Equal(t, tt.want, w.rec.performatives())
+			assert.Empty(t, w.rec.codes())
+			w.rec.mu.Lock()
+			defer w.rec.mu.Unlock()
+			assert.Contains(t, w.rec.commits, "planner perform "+tt.commit)
+		})
+	}
+}

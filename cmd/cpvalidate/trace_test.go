@@ -63,6 +63,8 @@ var traceCases = []struct {
 	{name: "fipa-subscribe-after-lease", code: exitErrors},
 	{name: "fipa-propose-accept", code: exitOK},
 	{name: "fipa-propose-late-accept", code: exitErrors},
+	{name: "fipa-request-when-result", code: exitOK},
+	{name: "fipa-request-when-unagreed", code: exitErrors},
 }
 
 // tracePolicyFor names the shipped policy a trace file is checked
