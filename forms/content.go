@@ -101,9 +101,32 @@ func CheckValue(v any, l Limits) error {
 
 func checkContent(content map[string]any, l Limits) error {
 	c := contentCheck{l: l.orDefault(), subject: "content"}
-	var buf [16]container
-	c.walk(append(buf[:0], container{content, 1}))
+	// The fields first, without a stack: most content nests nothing.
+	nested := false
+	for k, v := range content {
+		c.bytes += len(k)
+		if !c.value(v) {
+			return c.err()
+		}
+		nested = nested || isContainer(v)
+	}
+	if nested {
+		c.walkFields(content)
+	}
 	return c.err()
+}
+
+// walkFields walks the maps and lists content's fields hold (the fields
+// themselves are counted and checked).
+func (c *contentCheck) walkFields(content map[string]any) {
+	var buf [16]container
+	stack := buf[:0]
+	for _, v := range content {
+		if isContainer(v) {
+			stack = append(stack, container{v, 2})
+		}
+	}
+	c.walk(stack)
 }
 
 // walk checks the containers on stack and everything in them, until it
