@@ -36,6 +36,12 @@ const CodeCommitment = "TR005"
 // conversation had not ended when the trace did.
 const CodeUnfinished = "TR006"
 
+// CodeTimerNotFired is the code of the error finding that a timer line
+// says a timer fired that the policy does not fire then: the agent has no
+// timer of that name due at the line's time in that conversation, or
+// plays no part in it.
+const CodeTimerNotFired = "TR012"
+
 // CodeOmitted is the code of the info finding that output leaves
 // something out to stay bounded: Check's summary lists the outcomes of at
 // most MaxOutcomes agents, and cpvalidate trace prints at most -max
@@ -83,13 +89,14 @@ func (e *BindingError) Error() string { return e.Msg }
 // Options configure Check.
 type Options struct {
 	// Bind maps roles to the agents playing them. Agents left out are
-	// bound by what the trace shows: without Bind, the first line's
-	// sender plays the policy's initiating role (when that line opens a
-	// conversation); the others play the one role left, when that is
-	// unambiguous (a role that is not many takes one agent). Once every
-	// role is bound, agents left out play none: what they send is an
-	// error finding. A role that is not many is played by one of its
-	// agents in each conversation, the first to take part in it.
+	// bound by what the trace shows: without Bind, the first message
+	// line's sender plays the policy's initiating role (when that line
+	// opens a conversation); the others play the one role left, when
+	// that is unambiguous (a role that is not many takes one agent).
+	// Once every role is bound, agents left out play none: what they
+	// send is an error finding. A role that is not many is played by one
+	// of its agents in each conversation, the first to take part in it.
+	// Timer lines bind no one.
 	Bind map[string][]string
 	// Resolve resolves child policies for compiling.
 	Resolve policy.Resolver
@@ -115,11 +122,15 @@ const DefaultMaxSteps = 10_000_000
 // does not compile or agents that cannot be bound (a *BindingError).
 //
 // Check hosts one observe-mode handler per agent and conversation on an
-// engine.Driver. Each line is fed to its sender's handler as a message
-// sent and to each receiver's as a message received; before it, the
-// driver's clock moves to the line's time, firing the timers due by then.
+// engine.Driver. Each message line is fed to its sender's handler as a
+// message sent and to each receiver's as a message received; before it,
+// the driver's clock moves to the line's time, firing the timers due by
+// then. A timer line moves the clock in the same way, and is a
+// CodeTimerNotFired finding unless the named agent's timer of that name
+// fired in that conversation at exactly the time the line gives (each
+// firing answers one timer line, among the last RecentFirings).
 func Check(p *policy.Policy, entries []Entry, problems []Problem, opts Options) (*Result, error) {
-	c := &checker{p: p, convs: map[string]*conversation{}, programs: map[string]*engine.Program{}, maxSteps: opts.MaxSteps}
+	c := &checker{p: p, convs: map[string]*conversation{}, programs: map[string]*engine.Program{}, fired: newFirings(RecentFirings), maxSteps: opts.MaxSteps}
 	if c.maxSteps <= 0 {
 		c.maxSteps = DefaultMaxSteps
 	}
@@ -170,7 +181,9 @@ type checker struct {
 	// steps counts the inputs fed to the handlers, up to maxSteps.
 	steps    int
 	maxSteps int
-	msg      engine.MessageEvent // reused: handlers keep no input event
+	// fired holds the last timers that fired, for timer lines to answer.
+	fired *firings
+	msg   engine.MessageEvent // reused: handlers keep no input event
 }
 
 type conversation struct {
@@ -240,11 +253,11 @@ func bindRoles(p *policy.Policy, entries []Entry, bind map[string][]string) (map
 			agents = append(agents, a)
 		}
 	}
-	var first *Entry // the first line with a message
+	var first *Entry // the first message line
 	for i := range entries {
 		m := entries[i].Message
 		if m == nil {
-			continue
+			continue // a timer line binds no one
 		}
 		if first == nil {
 			first = &entries[i]
@@ -434,8 +447,11 @@ func (c *checker) entry(e *Entry) bool {
 	if !c.advance(e.At) {
 		return false
 	}
-	if e.Message != nil {
+	switch {
+	case e.Message != nil:
 		c.message(e)
+	case e.Timer != nil:
+		c.timerLine(e)
 	}
 	return true
 }
@@ -505,11 +521,15 @@ func (c *checker) message(e *Entry) {
 	}
 }
 
-// observe turns the driver's steps into findings and counts the inputs.
+// observe turns the driver's steps into findings, counts the inputs and
+// notes the timers that fire.
 func (c *checker) observe(s engine.Step) {
 	switch s.Kind {
 	case engine.StepInput:
 		c.steps++
+		if e, ok := s.Event.(*engine.TimerEvent); ok {
+			c.fired.add(firingOf(s.Agent, s.Conversation, e.Name, e.At))
+		}
 	case engine.StepOutput:
 		role := c.roles[s.Agent]
 		switch e := s.Event.(type) {
@@ -522,6 +542,42 @@ func (c *checker) observe(s engine.Step) {
 			}
 		}
 	}
+}
+
+// timerLine checks a timer line, the clock already moved to its time: a
+// timer of that name of the agent's must have fired in that conversation
+// at the time the line gives (before the time it is read at, when it
+// went back), among the last RecentFirings timers that fired, and not
+// answered another timer line.
+func (c *checker) timerLine(e *Entry) {
+	tl := e.Timer
+	if c.fired.answer(firingOf(tl.Agent, tl.Conversation, tl.Name, tl.At)) {
+		return
+	}
+	c.add(Finding{Line: e.Line, Severity: policy.SeverityError, Code: CodeTimerNotFired, Agent: tl.Agent, Role: c.roles[tl.Agent], Message: c.notFired(tl)})
+}
+
+// notFired says why timer line tl names no timer that fired.
+func (c *checker) notFired(tl *Timer) string {
+	said := fmt.Sprintf("the trace says timer %s of %s fired in conversation %s at %s", policy.Quote(tl.Name), policy.Quote(tl.Agent), policy.Quote(tl.Conversation), tl.At.UTC().Format(time.RFC3339Nano))
+	var h *engine.Handler
+	if c.convs[tl.Conversation] != nil {
+		h = c.d.Handler(tl.Agent, tl.Conversation)
+	}
+	_, bound := c.roles[tl.Agent]
+	switch {
+	case !bound:
+		return fmt.Sprintf("%s, but %s plays no role of %s", said, policy.Quote(tl.Agent), policy.Quote(c.p.Name))
+	case c.p.Timer(tl.Name) == nil:
+		return fmt.Sprintf("%s, but policy %s has no timer %s", said, policy.Quote(c.p.Name), policy.Quote(tl.Name))
+	case c.convs[tl.Conversation] == nil:
+		return said + ", but the trace never opened that conversation"
+	case h == nil:
+		return fmt.Sprintf("%s, but %s takes no part in it", said, policy.Quote(tl.Agent))
+	case h.Done():
+		return fmt.Sprintf("%s, but the policy fires no such timer then: the conversation had ended with outcome %s", said, outcomeText(h))
+	}
+	return fmt.Sprintf("%s, but the policy fires no such timer then (in state %s)", said, stateText(h))
 }
 
 // outcomeText renders the outcome of a handler that is done.

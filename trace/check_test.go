@@ -3,6 +3,7 @@ package trace_test
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -689,4 +690,149 @@ func TestCheckManyTimersAtOnce(t *testing.T) {
 	}, findingsOf(res), "every conversation but the last timed out")
 	assert.Equal(t, "c0=timeout,last=", res.Summary.Outcomes["p0"])
 	assert.Equal(t, "timeout", res.Summary.Outcomes["p1"])
+}
+
+// TestCheckTimerLines checks the lines a journal writes for timers that
+// fired: each moves the clock to its time, and must name a timer of its
+// agent's that fired then in its conversation.
+func TestCheckTimerLines(t *testing.T) {
+	request := `{"at": "2026-03-01T10:00:00Z", "performative": "request", "sender": "alice", "receiver": "bob", "conversation_id": "c1", "reply_with": "r1", "reply_by": "30s"}`
+	agree := `{"at": "1s", "performative": "agree", "sender": "bob", "receiver": "alice", "conversation_id": "c1", "in_reply_to": "r1"}`
+	timer := func(at, agent, name string) string {
+		return fmt.Sprintf(`{"at": %q, "timer": %q, "agent": %q, "conversation_id": "c1"}`, at, name, agent)
+	}
+	tests := []struct {
+		name     string
+		trace    string
+		bind     map[string][]string
+		findings []finding
+		complete bool
+		outcomes map[string]string
+		message  string // of the first finding, when set
+	}{
+		{
+			name:     "a timeout after the last message is seen",
+			trace:    request + "\n" + timer("30s", "alice", "reply"),
+			complete: true,
+			outcomes: map[string]string{"alice": "timeout", "bob": "timeout"},
+		},
+		{
+			name:     "both agents' timers, in either order",
+			trace:    request + "\n" + timer("30s", "bob", "reply") + "\n" + timer("30s", "alice", "reply"),
+			complete: true,
+			outcomes: map[string]string{"alice": "timeout", "bob": "timeout"},
+		},
+		{
+			name:     "a commitment's timer",
+			trace:    request + "\n" + agree + "\n" + timer("5m1s", "bob", "result"),
+			complete: true,
+			findings: []finding{{3, "warning", "TR005", "bob", "Participant"}, {3, "warning", "TR005", "alice", "Initiator"}},
+			outcomes: map[string]string{"alice": "timeout", "bob": "timeout"},
+		},
+		{
+			name: "a timer line written after a later line of another agent's",
+			trace: request + "\n" + `{"at": "10s", "performative": "request", "sender": "alice", "receiver": "bob", "conversation_id": "c2", "reply_by": "1m"}` + "\n" +
+				`{"at": "30.5s", "performative": "refuse", "sender": "bob", "receiver": "alice", "conversation_id": "c2"}` + "\n" + timer("30s", "alice", "reply"),
+			complete: true,
+			outcomes: map[string]string{"alice": "c1=timeout,c2=refused", "bob": "c1=timeout,c2=refused"},
+		},
+		{
+			name:     "before the deadline",
+			trace:    request + "\n" + timer("29s", "alice", "reply"),
+			findings: []finding{{2, "error", "TR012", "alice", "Initiator"}, {2, "info", "TR006", "alice", "Initiator"}, {2, "info", "TR006", "bob", "Participant"}},
+			outcomes: map[string]string{"alice": "", "bob": ""},
+			message:  `the trace says timer "reply" of "alice" fired in conversation "c1" at 2026-03-01T10:00:29Z, but the policy fires no such timer then (in state requested)`,
+		},
+		{
+			name:     "after the deadline",
+			trace:    request + "\n" + timer("31s", "alice", "reply"),
+			findings: []finding{{2, "error", "TR012", "alice", "Initiator"}},
+			complete: true,
+			outcomes: map[string]string{"alice": "timeout", "bob": "timeout"},
+			message:  `the trace says timer "reply" of "alice" fired in conversation "c1" at 2026-03-01T10:00:31Z, but the policy fires no such timer then: the conversation had ended with outcome timeout`,
+		},
+		{
+			name:     "one firing answers one line",
+			trace:    request + "\n" + timer("30s", "alice", "reply") + "\n" + timer("30s", "alice", "reply"),
+			findings: []finding{{3, "error", "TR012", "alice", "Initiator"}},
+			complete: true,
+			outcomes: map[string]string{"alice": "timeout", "bob": "timeout"},
+		},
+		{
+			name:     "a timer the state does not arm",
+			trace:    request + "\n" + timer("30s", "alice", "result"),
+			findings: []finding{{2, "error", "TR012", "alice", "Initiator"}},
+			complete: true,
+			outcomes: map[string]string{"alice": "timeout", "bob": "timeout"},
+		},
+		{
+			name:     "a timer the policy does not have",
+			trace:    request + "\n" + timer("30s", "alice", "patience"),
+			findings: []finding{{2, "error", "TR012", "alice", "Initiator"}},
+			complete: true,
+			outcomes: map[string]string{"alice": "timeout", "bob": "timeout"},
+			message:  `the trace says timer "patience" of "alice" fired in conversation "c1" at 2026-03-01T10:00:30Z, but policy "fipa-request" has no timer "patience"`,
+		},
+		{
+			name:     "an agent the trace does not bind",
+			trace:    request + "\n" + timer("30s", "mallory", "reply"),
+			findings: []finding{{2, "error", "TR012", "mallory", ""}},
+			complete: true,
+			outcomes: map[string]string{"alice": "timeout", "bob": "timeout"},
+			message:  `the trace says timer "reply" of "mallory" fired in conversation "c1" at 2026-03-01T10:00:30Z, but "mallory" plays no role of "fipa-request"`,
+		},
+		{
+			name:     "an agent of another conversation",
+			trace:    request + "\n" + strings.ReplaceAll(strings.ReplaceAll(request, `"bob"`, `"carol"`), `"c1"`, `"c2"`) + "\n" + timer("30s", "carol", "reply"),
+			bind:     map[string][]string{"Participant": {"bob", "carol"}},
+			findings: []finding{{3, "error", "TR012", "carol", "Participant"}},
+			complete: true,
+			outcomes: map[string]string{"alice": "c1=timeout,c2=timeout", "bob": "timeout", "carol": "timeout"},
+			message:  `the trace says timer "reply" of "carol" fired in conversation "c1" at 2026-03-01T10:00:30Z, but "carol" takes no part in it`,
+		},
+		{
+			name:     "a conversation the trace never opened",
+			trace:    request + "\n" + strings.Replace(timer("30s", "alice", "reply"), `"c1"`, `"c9"`, 1),
+			findings: []finding{{2, "error", "TR012", "alice", "Initiator"}},
+			complete: true,
+			outcomes: map[string]string{"alice": "timeout", "bob": "timeout"},
+			message:  `the trace says timer "reply" of "alice" fired in conversation "c9" at 2026-03-01T10:00:30Z, but the trace never opened that conversation`,
+		},
+		{
+			name:     "a many role's sessions each fire theirs",
+			trace:    `{"at": "0s", "performative": "cfp", "sender": "buyer", "receiver": ["s1", "s2"], "conversation_id": "c1", "reply_with": "cfp1", "reply_by": "10s"}` + "\n" + timer("10s", "buyer", "proposals") + "\n" + timer("10s", "buyer", "proposals") + "\n" + timer("10s", "buyer", "proposals"),
+			findings: []finding{{4, "error", "TR012", "buyer", "Initiator"}},
+			complete: true,
+			outcomes: map[string]string{"buyer": "no-bid=2", "s1": "no-bid", "s2": "no-bid"},
+			message:  `the trace says timer "proposals" of "buyer" fired in conversation "c1" at 2000-01-01T00:00:10Z, but the policy fires no such timer then: the conversation had ended with outcome no-bid=2`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := "fipa-request"
+			if strings.Contains(tt.trace, "cfp") {
+				p = "fipa-contract-net"
+			}
+			res := check(t, shipped(t, p), tt.trace, tt.bind)
+			assert.Equal(t, tt.findings, findingsOf(res))
+			assert.Equal(t, tt.complete, res.Summary.Complete)
+			assert.Equal(t, !slices.ContainsFunc(tt.findings, func(f finding) bool { return f.Severity == "error" }), res.Summary.Conforms)
+			assert.Equal(t, tt.outcomes, res.Summary.Outcomes)
+			if tt.message != "" {
+				require.NotEmpty(t, res.Findings)
+				assert.Equal(t, tt.message, res.Findings[0].Message)
+			}
+		})
+	}
+}
+
+// TestCheckTimerLinesBindNoOne checks that the agent of a timer line is
+// not bound by it: a trace whose first line is a timer line binds from
+// its first message line.
+func TestCheckTimerLinesBindNoOne(t *testing.T) {
+	res := check(t, shipped(t, "fipa-request"), `{"at": "2026-03-01T10:00:00Z", "timer": "reply", "agent": "zed"}
+{"performative": "request", "sender": "alice", "receiver": "bob", "conversation_id": "c1", "reply_with": "r1"}
+{"performative": "refuse", "sender": "bob", "receiver": "alice", "conversation_id": "c1", "in_reply_to": "r1"}`, nil)
+	assert.Equal(t, []finding{{1, "error", "TR012", "zed", ""}}, findingsOf(res))
+	assert.Equal(t, map[string]string{"alice": "refused", "bob": "refused"}, res.Summary.Outcomes)
 }

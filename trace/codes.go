@@ -23,8 +23,9 @@ var Codes = []CodeInfo{
 	{CodeLimit, policy.SeverityError, "a line, a field or the trace is larger than its limit, or nests too deep, or checking takes more than Options.MaxSteps inputs"},
 	{CodeDuplicate, policy.SeverityError, "a JSON object in the line repeats a key"},
 	{CodeTimeRange, policy.SeverityError, "a time outside the years 0001 to 9999, or a duration that overflows"},
-	{CodeBackwards, policy.SeverityWarning, "at is before the previous line's time"},
+	{CodeBackwards, policy.SeverityWarning, "a message line's at is before the previous line's time"},
 	{CodeOmitted, policy.SeverityInfo, "output leaves something out to stay bounded"},
+	{CodeTimerNotFired, policy.SeverityError, "a timer line names a timer the policy does not fire then"},
 }
 
 // severityOf returns the severity of code's findings, error for a code

@@ -17,12 +17,16 @@ import (
 	"github.com/parleyhq/parley/policy"
 )
 
-// Line is one line of a trace, as written.
+// Line is one line of a trace, as written: a message line (performative,
+// sender, receiver and the other envelope fields) or a timer line (timer
+// and agent), never both; at and conversation_id belong to both.
 type Line struct {
 	At             string          `json:"at,omitempty"`
-	Performative   string          `json:"performative"`
-	Sender         string          `json:"sender"`
-	Receiver       json.RawMessage `json:"receiver"`
+	Timer          string          `json:"timer,omitempty"`
+	Agent          string          `json:"agent,omitempty"`
+	Performative   string          `json:"performative,omitempty"`
+	Sender         string          `json:"sender,omitempty"`
+	Receiver       json.RawMessage `json:"receiver,omitempty"`
 	ConversationID string          `json:"conversation_id,omitempty"`
 	ReplyWith      string          `json:"reply_with,omitempty"`
 	InReplyTo      string          `json:"in_reply_to,omitempty"`
@@ -33,11 +37,27 @@ type Line struct {
 	Content        json.RawMessage `json:"content,omitempty"`
 }
 
-// Entry is a parsed trace line: the message and when it was observed.
+// Entry is a parsed trace line and when it happened: a message observed
+// (Message is set) or a timer that fired (Timer is set). Read sets
+// exactly one of them.
 type Entry struct {
 	Line    int
 	At      time.Time
 	Message *forms.Message
+	Timer   *Timer
+}
+
+// Timer is a timer line: agent's timer Name fired in conversation
+// Conversation at At, the time the line gives. A journal writes the line
+// once the timer has fired, with the timer's deadline, so lines written
+// meanwhile may be later: a timer line whose time goes back before the
+// line before it is read as happening then (the entry's At), without the
+// CodeBackwards problem a message line gets.
+type Timer struct {
+	Agent        string
+	Conversation string
+	Name         string
+	At           time.Time
 }
 
 // Problem is a line that could not be read as a trace entry.
@@ -57,7 +77,7 @@ const (
 	CodeLimit     = "TR007" // a line, a field or the trace is larger than its limit, or nests too deep
 	CodeDuplicate = "TR008" // a JSON object in the line repeats a key
 	CodeTimeRange = "TR009" // a time outside the years 0001 to 9999, or a duration that overflows
-	CodeBackwards = "TR010" // at is before the previous line's time (the line is read at that time)
+	CodeBackwards = "TR010" // a message line's at is before the previous line's time (the line is read at that time)
 )
 
 // Limits bound what Read accepts, so that a hostile or broken trace cannot
@@ -125,10 +145,11 @@ var Origin = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 // with a field the format does not have, or with content that is not an
 // object, is reported and still read (without that field or content).
 // Relative times ("1.5s") count from the trace's start: the first line's
-// time when that is absolute, else Origin. A line without at happens when
-// the last line read did; a line whose at is before that is reported and
-// read as happening then. Read reads no more than the limits allow (see
-// Limits), from any reader.
+// time when that is absolute, else Origin. A message line without at
+// happens when the last line read did; a line whose at is before that is
+// read as happening then, and reported when it is a message line (see
+// Timer). Read reads no more than the limits allow (see Limits), from
+// any reader.
 func Read(r io.Reader, opts ...ReadOption) ([]Entry, []Problem, error) {
 	o := readOptions{limits: DefaultLimits}
 	for _, opt := range opts {
@@ -184,7 +205,7 @@ func Read(r io.Reader, opts ...ReadOption) ([]Entry, []Problem, error) {
 // returns its entry, or nil when it has none. start and prev are the
 // trace's start and the time of the last entry read, which it updates.
 func readLine(raw []byte, n int, lim Limits, start, prev *time.Time, report func(code, format string, args ...any)) *Entry {
-	l, unknown, err := decodeLine(raw, lim.MaxDepth)
+	l, keys, err := decodeLine(raw, lim.MaxDepth)
 	if err != nil {
 		var pe *lineError
 		if errors.As(err, &pe) {
@@ -195,6 +216,7 @@ func readLine(raw []byte, n int, lim Limits, start, prev *time.Time, report func
 		return nil
 	}
 	const shown = 10 // unknown fields reported one by one, per line
+	unknown := slices.DeleteFunc(slices.Clone(keys), func(k string) bool { return slices.Contains(fields, k) })
 	for i, k := range unknown {
 		if i == shown {
 			report(CodeMalformed, "%d more unknown fields, ignored", len(unknown)-shown)
@@ -203,6 +225,12 @@ func readLine(raw []byte, n int, lim Limits, start, prev *time.Time, report func
 		// The line is still read: a field the format does not have is
 		// reported, and the message checked without it.
 		report(CodeMalformed, "%s", unknownField(k))
+	}
+	timerKeys, messageKeys := only(keys, timerFields), only(keys, messageFields)
+	if len(timerKeys) > 0 && len(messageKeys) > 0 {
+		report(CodeMalformed, "a line is a message or a timer line, not both: it has %s of a timer line and %s of a message line; the line is not read",
+			strings.Join(timerKeys, ", "), strings.Join(messageKeys, ", "))
+		return nil
 	}
 	if name, v := l.longest(); len(v) > lim.MaxFieldBytes {
 		report(CodeLimit, "%s %s is %d bytes, more than the limit of %d; the line is not read", name, policy.Quote(v), len(v), lim.MaxFieldBytes)
@@ -215,7 +243,15 @@ func readLine(raw []byte, n int, lim Limits, start, prev *time.Time, report func
 		}
 		*prev = *start
 	}
-	e, p := entry(n, l, *start, *prev)
+	var (
+		e *Entry
+		p *Problem
+	)
+	if len(timerKeys) > 0 {
+		e, p = timerEntry(n, l, *start)
+	} else {
+		e, p = entry(n, l, *start, *prev)
+	}
 	if p != nil {
 		report(p.Code, "%s", p.Message)
 		if e == nil {
@@ -223,12 +259,27 @@ func readLine(raw []byte, n int, lim Limits, start, prev *time.Time, report func
 		}
 	}
 	if e.At.Before(*prev) {
-		report(CodeBackwards, "at %s is before %s, the time of the line before; the line is read as happening then",
-			e.At.UTC().Format(time.RFC3339Nano), prev.UTC().Format(time.RFC3339Nano))
+		// A timer line gives its timer's deadline, and is written once the
+		// timer has fired: lines written meanwhile may come before it.
+		if e.Timer == nil {
+			report(CodeBackwards, "at %s is before %s, the time of the line before; the line is read as happening then",
+				e.At.UTC().Format(time.RFC3339Nano), prev.UTC().Format(time.RFC3339Nano))
+		}
 		e.At = *prev
 	}
 	*prev = e.At
 	return e
+}
+
+// only returns the keys that are among names, in the order of keys.
+func only(keys, names []string) []string {
+	var out []string
+	for _, k := range keys {
+		if slices.Contains(names, k) {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // lineReader reads a trace line by line, never holding more than max
@@ -275,9 +326,17 @@ func (lr *lineReader) next() (line []byte, long bool, err error) {
 }
 
 // fields are the trace format's fields, in the order the format's
-// documentation lists them.
+// documentation lists them: those of message lines, then those of timer
+// lines only.
 var fields = []string{"at", "performative", "sender", "receiver", "conversation_id", "reply_with",
-	"in_reply_to", "reply_by", "protocol", "language", "ontology", "content"}
+	"in_reply_to", "reply_by", "protocol", "language", "ontology", "content", "timer", "agent"}
+
+// timerFields are the fields only a timer line has, and messageFields
+// those only a message line has; at and conversation_id belong to both.
+var (
+	timerFields   = []string{"timer", "agent"}
+	messageFields = []string{"performative", "sender", "receiver", "reply_with", "in_reply_to", "reply_by", "protocol", "language", "ontology", "content"}
+)
 
 var errNotObject = errors.New("a line must be a JSON object")
 
@@ -291,9 +350,9 @@ func (e *lineError) Error() string { return e.msg }
 
 // decodeLine decodes one line: a JSON object with the trace format's
 // fields, no key repeated in any of its objects and nested at most
-// maxDepth deep. It returns the keys the format does not have, sorted;
-// the error says why the line is no trace line at all (a *lineError when
-// it has a code of its own).
+// maxDepth deep. It returns the line's keys, sorted; the error says why
+// the line is no trace line at all (a *lineError when it has a code of
+// its own).
 func decodeLine(raw []byte, maxDepth int) (*Line, []string, error) {
 	if raw[0] != '{' {
 		return nil, nil, errNotObject
@@ -317,14 +376,12 @@ func decodeLine(raw []byte, maxDepth int) (*Line, []string, error) {
 		}
 		return nil, nil, errors.New(strings.TrimPrefix(err.Error(), "json: "))
 	}
-	var unknown []string
+	keys := make([]string, 0, len(obj))
 	for k := range obj {
-		if !slices.Contains(fields, k) {
-			unknown = append(unknown, k)
-		}
+		keys = append(keys, k)
 	}
-	slices.Sort(unknown)
-	return &l, unknown, nil
+	slices.Sort(keys)
+	return &l, keys, nil
 }
 
 // checkKeys walks the tokens of raw, a well-formed JSON object, and
@@ -414,7 +471,7 @@ func (l *Line) longest() (name, value string) {
 		name string
 		v    string
 	}{
-		{"at", l.At}, {"performative", l.Performative}, {"sender", l.Sender}, {"conversation_id", l.ConversationID},
+		{"at", l.At}, {"timer", l.Timer}, {"agent", l.Agent}, {"performative", l.Performative}, {"sender", l.Sender}, {"conversation_id", l.ConversationID},
 		{"reply_with", l.ReplyWith}, {"in_reply_to", l.InReplyTo}, {"reply_by", l.ReplyBy}, {"protocol", l.Protocol},
 		{"language", l.Language}, {"ontology", l.Ontology},
 	} {
@@ -530,6 +587,23 @@ func entry(n int, l *Line, start, prev time.Time) (*Entry, *Problem) {
 	return e, nil
 }
 
+// timerEntry reads timer line n: it needs a timer, an agent and an at.
+func timerEntry(n int, l *Line, start time.Time) (*Entry, *Problem) {
+	switch {
+	case l.Timer == "":
+		return nil, &Problem{n, CodeMissing, "the timer line has no timer"}
+	case l.Agent == "":
+		return nil, &Problem{n, CodeMissing, "the timer line has no agent"}
+	case l.At == "":
+		return nil, &Problem{n, CodeMissing, "the timer line has no at, which says when the timer fired"}
+	}
+	t, err := ParseTime(l.At, start)
+	if err != nil {
+		return nil, timeProblem(n, "at", err)
+	}
+	return &Entry{Line: n, At: t, Timer: &Timer{Agent: l.Agent, Conversation: l.ConversationID, Name: l.Timer, At: t}}, nil
+}
+
 // timeProblem is the problem of a field whose time ParseTime rejected.
 func timeProblem(n int, field string, err error) *Problem {
 	code := CodeBadTime
@@ -539,8 +613,9 @@ func timeProblem(n int, field string, err error) *Problem {
 	return &Problem{n, code, field + ": " + err.Error()}
 }
 
-// Writer writes a trace (or journal), one message per line. It is safe
-// for concurrent use.
+// Writer writes a trace (or journal): one line per message, and one per
+// timer that fired. Its Write and WriteTimer make it an agent.Journal and
+// an agent.TimerJournal. It is safe for concurrent use.
 type Writer struct {
 	mu  sync.Mutex
 	w   io.Writer
@@ -564,10 +639,8 @@ func (tw *Writer) Write(at time.Time, m *forms.Message) error {
 	case m.Performative == "" || m.Sender == "" || len(m.Receivers) == 0 || slices.Contains(m.Receivers, ""):
 		return fmt.Errorf("trace: a message needs a performative, a sender and receivers to be a trace line (got %s from %s to [%s])", policy.Quote(m.Performative), policy.Quote(m.Sender), policy.QuoteList(m.Receivers, maxListed))
 	}
-	tw.mu.Lock()
-	defer tw.mu.Unlock()
-	if tw.err != nil {
-		return tw.err
+	if err := tw.failed(); err != nil {
+		return err
 	}
 	l := Line{
 		Performative: m.Performative, Sender: m.Sender, ConversationID: m.ConversationID,
@@ -591,10 +664,41 @@ func (tw *Writer) Write(at time.Time, m *forms.Message) error {
 	if err != nil {
 		return fmt.Errorf("trace: %w", err)
 	}
+	return tw.line(&l)
+}
+
+// WriteTimer appends a timer line: agent's timer fired in conversation
+// at at, {"at":…,"timer":…,"agent":…,"conversation_id":…}. An
+// agent.Manager journaling into the Writer calls it for every timer that
+// fires, so that Check sees a conversation a timeout ended end. A zero
+// at, an empty agent or an empty timer is not written: the line would be
+// no trace line. After a write to the underlying writer fails, every
+// WriteTimer returns that error.
+func (tw *Writer) WriteTimer(at time.Time, agent, conversation, timer string) error {
+	if at.IsZero() || agent == "" || timer == "" {
+		return fmt.Errorf("trace: a timer line needs a time, an agent and a timer (got timer %s of %s at %s)", policy.Quote(timer), policy.Quote(agent), at.UTC().Format(time.RFC3339Nano))
+	}
+	return tw.line(&Line{At: at.UTC().Format(time.RFC3339Nano), Timer: timer, Agent: agent, ConversationID: conversation})
+}
+
+// failed returns the error of the write that failed, if one did.
+func (tw *Writer) failed() error {
+	tw.mu.Lock()
+	defer tw.mu.Unlock()
+	return tw.err
+}
+
+// line encodes l and writes it, unless a write failed before.
+func (tw *Writer) line(l *Line) error {
+	tw.mu.Lock()
+	defer tw.mu.Unlock()
+	if tw.err != nil {
+		return tw.err
+	}
 	tw.buf.Reset()
 	enc := json.NewEncoder(&tw.buf)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(&l); err != nil {
+	if err := enc.Encode(l); err != nil {
 		return fmt.Errorf("trace: %w", err)
 	}
 	if _, err := tw.w.Write(tw.buf.Bytes()); err != nil {

@@ -218,6 +218,24 @@ func TestReadProblems(t *testing.T) {
 		{name: "at before the line before", line: `{"at": "-1s", "performative": "agree", "sender": "b", "receiver": "a"}`, code: trace.CodeBackwards, message: "at 1999-12-31T23:59:59Z is before 2000-01-01T00:00:00Z, the time of the line before; the line is read as happening then", kept: true},
 		{name: "a sender longer than the field limit", line: `{"performative": "agree", "sender": "` + strings.Repeat("b", 300) + `", "receiver": "a"}`, code: trace.CodeLimit, message: `sender "` + strings.Repeat("b", 64) + `"… is 300 bytes, more than the limit of 256; the line is not read`},
 		{name: "a receiver longer than the field limit", line: `{"performative": "agree", "sender": "b", "receiver": ["a", "` + strings.Repeat("c", 257) + `"]}`, code: trace.CodeLimit, message: `receiver "` + strings.Repeat("c", 64) + `"… is 257 bytes, more than the limit of 256; the line is not read`},
+		// Timer lines.
+		{name: "timer line, no timer", line: `{"at": "1s", "agent": "a"}`, code: trace.CodeMissing, message: "the timer line has no timer"},
+		{name: "timer line, an empty timer", line: `{"at": "1s", "timer": "", "agent": "a"}`, code: trace.CodeMissing, message: "the timer line has no timer"},
+		{name: "timer line, no agent", line: `{"at": "1s", "timer": "reply"}`, code: trace.CodeMissing, message: "the timer line has no agent"},
+		{name: "timer line, no at", line: `{"timer": "reply", "agent": "a"}`, code: trace.CodeMissing, message: "the timer line has no at, which says when the timer fired"},
+		{name: "timer line, a bad at", line: `{"at": "later", "timer": "reply", "agent": "a"}`, code: trace.CodeBadTime, message: `at: "later" is neither an RFC 3339 time nor a duration after the trace's start`},
+		{name: "timer line, an at out of range", line: `{"at": "3000000h", "timer": "reply", "agent": "a"}`, code: trace.CodeTimeRange, message: `at: duration "3000000h" is too long (at most about 292 years)`},
+		{name: "timer line, a timer of the wrong type", line: `{"at": "1s", "timer": 30, "agent": "a"}`, code: trace.CodeMalformed, message: "not a trace line: timer must be a string, not a number"},
+		{name: "timer line, a repeated key", line: `{"at": "1s", "timer": "reply", "agent": "a", "agent": "b"}`, code: trace.CodeDuplicate, message: `key "agent" is given twice; a key may appear once in an object`},
+		{name: "timer line, an unknown field", line: `{"at": "1s", "timer": "reply", "agnet": "a", "agent": "a"}`, code: trace.CodeMalformed, message: `unknown field "agnet", ignored; did you mean "agent"?`, kept: true},
+		{name: "timer line, an agent longer than the field limit", line: `{"at": "1s", "timer": "reply", "agent": "` + strings.Repeat("a", 257) + `"}`, code: trace.CodeLimit, message: `agent "` + strings.Repeat("a", 64) + `"… is 257 bytes, more than the limit of 256; the line is not read`},
+		{name: "timer line, a timer longer than the field limit", line: `{"at": "1s", "timer": "` + strings.Repeat("t", 300) + `", "agent": "a"}`, code: trace.CodeLimit, message: `timer "` + strings.Repeat("t", 64) + `"… is 300 bytes, more than the limit of 256; the line is not read`},
+		{name: "timer line, both kinds of line", line: `{"at": "1s", "timer": "reply", "agent": "a", "performative": "inform", "sender": "a", "receiver": "b"}`, code: trace.CodeMalformed,
+			message: "a line is a message or a timer line, not both: it has agent, timer of a timer line and performative, receiver, sender of a message line; the line is not read"},
+		{name: "timer line, an agent on a message line", line: `{"performative": "inform", "sender": "a", "receiver": "b", "agent": "a"}`, code: trace.CodeMalformed,
+			message: "a line is a message or a timer line, not both: it has agent of a timer line and performative, receiver, sender of a message line; the line is not read"},
+		{name: "timer line, a null receiver on a timer line", line: `{"at": "1s", "timer": "reply", "agent": "a", "receiver": null}`, code: trace.CodeMalformed,
+			message: "a line is a message or a timer line, not both: it has agent, timer of a timer line and receiver of a message line; the line is not read"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -577,4 +595,90 @@ func TestWriterConcurrent(t *testing.T) {
 		next[m.Sender] = i + 1
 	}
 	assert.Len(t, next, goroutines)
+}
+
+// TestReadTimerLines checks what Read makes of timer lines
+// (TestReadProblems has their problems).
+func TestReadTimerLines(t *testing.T) {
+	t.Run("a timer line is an entry with a timer", func(t *testing.T) {
+		entries, problems, err := trace.Read(strings.NewReader(`{"at": "2026-03-01T10:00:00Z", "performative": "request", "sender": "a", "receiver": "b", "conversation_id": "c1"}
+{"at": "30s", "timer": "reply", "agent": "a", "conversation_id": "c1"}
+{"at": "31s", "timer": "reply", "agent": "b"}`))
+		require.NoError(t, err)
+		assert.Empty(t, problems)
+		require.Len(t, entries, 3)
+		assert.Nil(t, entries[1].Message)
+		assert.Equal(t, &trace.Timer{Agent: "a", Conversation: "c1", Name: "reply", At: t0.Add(30 * time.Second)}, entries[1].Timer)
+		assert.True(t, t0.Add(30*time.Second).Equal(entries[1].At))
+		assert.Equal(t, &trace.Timer{Agent: "b", Name: "reply", At: t0.Add(31 * time.Second)}, entries[2].Timer, "without conversation_id, the conversation without an id")
+		assert.Nil(t, entries[0].Timer)
+	})
+	t.Run("a timer line that goes back is no problem, and keeps the time it gives", func(t *testing.T) {
+		entries, problems, err := trace.Read(strings.NewReader(`{"at": "2026-03-01T10:00:02Z", "performative": "inform", "sender": "a", "receiver": "b"}
+{"at": "2026-03-01T10:00:01Z", "timer": "reply", "agent": "a"}
+{"at": "2026-03-01T10:00:01.5Z", "performative": "inform", "sender": "a", "receiver": "b"}`))
+		require.NoError(t, err)
+		require.Len(t, entries, 3)
+		assert.Equal(t, []trace.Problem{{Line: 3, Code: trace.CodeBackwards,
+			Message: "at 2026-03-01T10:00:01.5Z is before 2026-03-01T10:00:02Z, the time of the line before; the line is read as happening then"}}, problems,
+			"a message line after it goes back from the time it is read at")
+		assert.True(t, t0.Add(2*time.Second).Equal(entries[1].At), "read as happening when the line before did")
+		assert.True(t, t0.Add(time.Second).Equal(entries[1].Timer.At), "the time the line gives")
+	})
+}
+
+func TestWriterTimerRoundTrip(t *testing.T) {
+	var buf bytes.Buffer
+	w := trace.NewWriter(&buf)
+	require.NoError(t, w.Write(t0, &forms.Message{Performative: "request", Sender: "alice", Receivers: []string{"bob"}, ConversationID: "c1"}))
+	require.NoError(t, w.WriteTimer(t0.Add(30*time.Second).In(time.FixedZone("CET", 3600)), "alice", "c1", "reply"))
+	require.NoError(t, w.WriteTimer(t0.Add(30*time.Second+time.Nanosecond), "bob", "", "reply"))
+	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
+	require.Len(t, lines, 3)
+	assert.Equal(t, `{"at":"2026-03-01T10:00:30Z","timer":"reply","agent":"alice","conversation_id":"c1"}`, lines[1], "in UTC, and no message field")
+	assert.Equal(t, `{"at":"2026-03-01T10:00:30.000000001Z","timer":"reply","agent":"bob"}`, lines[2], "every digit of the time, and no empty conversation_id")
+	assert.Equal(t, `{"at":"2026-03-01T10:00:00Z","performative":"request","sender":"alice","receiver":"bob","conversation_id":"c1"}`, lines[0], "a message line has no timer field")
+
+	entries, problems, err := trace.Read(&buf)
+	require.NoError(t, err)
+	require.Empty(t, problems)
+	require.Len(t, entries, 3)
+	assert.Equal(t, &trace.Timer{Agent: "alice", Conversation: "c1", Name: "reply", At: t0.Add(30 * time.Second)}, entries[1].Timer)
+	assert.True(t, t0.Add(30*time.Second).Equal(entries[1].At))
+	assert.Equal(t, &trace.Timer{Agent: "bob", Name: "reply", At: t0.Add(30*time.Second + time.Nanosecond)}, entries[2].Timer)
+	assert.True(t, t0.Add(30*time.Second+time.Nanosecond).Equal(entries[2].At))
+}
+
+// TestWriterRefusesNonTimerLines checks that WriteTimer writes no line
+// Read would reject.
+func TestWriterRefusesNonTimerLines(t *testing.T) {
+	tests := []struct {
+		name         string
+		at           time.Time
+		agent, timer string
+	}{
+		{name: "no time", agent: "alice", timer: "reply"},
+		{name: "no agent", at: t0, timer: "reply"},
+		{name: "no timer", at: t0, agent: "alice"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			err := trace.NewWriter(&buf).WriteTimer(tt.at, tt.agent, "c1", tt.timer)
+			require.Error(t, err)
+			assert.True(t, strings.HasPrefix(err.Error(), "trace: "), err.Error())
+			assert.Empty(t, buf.String())
+		})
+	}
+}
+
+func TestWriterTimerKeepsTheFirstError(t *testing.T) {
+	bw := &brokenWriter{}
+	w := trace.NewWriter(bw)
+	require.EqualError(t, w.WriteTimer(t0, "alice", "c1", "reply"), "trace: pipe closed")
+	require.EqualError(t, w.Write(t0, &forms.Message{Performative: "inform", Sender: "a", Receivers: []string{"b"}}), "trace: pipe closed")
+	require.EqualError(t, w.WriteTimer(t0, "alice", "c1", "reply"), "trace: pipe closed")
+	require.EqualError(t, w.Write(t0, &forms.Message{Performative: "inform", Sender: "a", Receivers: []string{"b"}, Content: map[string]any{"ch": make(chan int)}}),
+		"trace: pipe closed", "the first error, even for content that would not encode")
+	assert.Equal(t, 1, bw.calls, "after a failed write the Writer writes no more")
 }

@@ -30,12 +30,15 @@ RFC 3339, or Go durations ("1.5s") after the trace's start; a line without
 at happens when the line before it did. A line must be one JSON object
 that repeats no key, at any depth; its times must fall in the years 0001
 to 9999 (UTC) and not go back before the line before it.
+A journal's timer lines (at, timer, agent, conversation_id) say that an
+agent's timer fired; a line is a message or a timer line, never both.
 ` + limitsText() + `
 
 Every agent gets a handler per conversation in its bound role, in observe
-mode, and every line is checked as a send by its sender and a receipt by
-each receiver; the policy's timers fire from the lines' times. A trace may
-interleave conversations, told apart by conversation_id.
+mode, and every message line is checked as a send by its sender and a
+receipt by each receiver; the policy's timers fire from the lines'
+times, and a timer line must name a timer that fired then (TR012). A
+trace may interleave conversations, told apart by conversation_id.
 
 Without -bind, the first line's sender plays the policy's initiating role
 (when that line opens a conversation) and the other agents the remaining
@@ -49,7 +52,7 @@ Text output prints each finding as
 then a summary line. JSON output prints one object per finding,
 {"line", "severity", "code", "message", "agent", "role"}, then
 {"summary": {"conforms", "complete", "outcomes"}}. Codes are the
-engine's PE001... and the trace's TR001-TR011 (see
+engine's PE001... and the trace's TR001-TR012 (see
 docs/protocol-errors.md). After -max findings, one TR011 finding says how
 many more there are; the summary lists the outcomes of at most
 ` + fmt.Sprint(trace.MaxOutcomes) + ` agents (a TR011 finding counts the others), and at most
