@@ -379,8 +379,10 @@ func (pr *Program) restoreCommits(sn *snapshot, ss *sessionSnapshot, state int32
 		default:
 			return nil, fmt.Errorf("commitment %s is in state %s, which commitments do not have", policy.Quote(pr.commits[k].name), policy.Quote(string(c.State)))
 		}
-		if c.Deadline < 0 {
-			return nil, fmt.Errorf("commitment %s has a negative deadline", policy.Quote(pr.commits[k].name))
+		// Any Unix nanoseconds are a deadline (before 1970, negative), but
+		// only a commitment with a timer armed has one.
+		if c.Deadline != 0 && pr.commits[k].timer(c.State) < 0 {
+			return nil, fmt.Errorf("commitment %s is %s, which arms no timer, but has a deadline", policy.Quote(pr.commits[k].name), policy.Quote(string(c.State)))
 		}
 		out[k] = commitInst{state: c.State, epoch: c.Epoch, deadline: c.Deadline}
 	}

@@ -7,10 +7,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/parleyhq/parley/decision"
 	"github.com/parleyhq/parley/engine"
 	"github.com/parleyhq/parley/forms"
 )
@@ -338,6 +340,9 @@ func TestRestoreChecksEveryField(t *testing.T) {
 			sessionOf(m, 0)["state"], sessionOf(m, 0)["deadlines"], sessionOf(m, 0)["ticket"] = "done", nil, 0
 			m["ended"], m["done"] = 1, true
 		}, want: `session 0: commitment "perform" is detached in a session that has ended`},
+		{name: "a deadline where no timer is armed", prog: request, data: alice, edit: func(m map[string]any) {
+			sessionOf(m, 0)["commitments"] = []any{map[string]any{"state": "discharged", "epoch": 6, "deadline": 1}}
+		}, want: `session 0: commitment "perform" is "discharged", which arms no timer, but has a deadline`},
 		{name: "ended sessions miscounted", prog: cn, data: buyer, edit: func(m map[string]any) { m["ended"] = 0 },
 			want: "1 sessions are in a terminal state, the snapshot counts 0"},
 		{name: "sessions at the join miscounted", prog: cn, data: buyer, edit: func(m map[string]any) { m["at_join"] = 3 },
@@ -369,4 +374,22 @@ func TestRestoreChecksEveryField(t *testing.T) {
 			assert.NoError(t, err)
 		}
 	})
+}
+
+// A deadline before 1970 is a negative number of Unix nanoseconds, and
+// a snapshot holding one restores: a proposal's reply_by in 1969 arms the
+// award timer, and the commitment's deadline with it, in the past.
+func TestSnapshotKeepsDeadlinesBefore1970(t *testing.T) {
+	y1969 := time.Date(1969, 7, 20, 20, 17, 0, 0, time.UTC)
+	propose := seq(start(), say("alice", "cfp", content{"task": "t"}),
+		answer("bob", "", decision.Answer{Choice: "propose", Content: content{"price": 1}, ReplyBy: y1969}))
+	for _, name := range []string{"alice", "bob"} {
+		pr, data := snapshotAt(t, "fipa-contract-net", name, propose)
+		require.Contains(t, string(data), `"deadline":-`, "the commitment's deadline is before 1970")
+		h, err := pr.Restore(data)
+		require.NoError(t, err, name)
+		again, err := h.Snapshot()
+		require.NoError(t, err)
+		assert.JSONEq(t, string(data), string(again))
+	}
 }
