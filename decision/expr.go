@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/file"
 	"github.com/expr-lang/expr/vm"
 
@@ -22,15 +21,14 @@ type Env struct {
 	Choices  []string         `expr:"choices"`
 	Peer     string           `expr:"peer"`
 	Sessions []map[string]any `expr:"sessions"`
+
+	meter policy.ExprMeter // the budget of the evaluation in progress
 }
 
-// Limits bound embedded expressions: MaxNodes caps an expression's size
-// when it is compiled, MemoryBudget what one evaluation may allocate (expr
-// has no loops without bounds, so these bound its running time too).
-const (
-	MaxNodes     = 2000
-	MemoryBudget = 100_000
-)
+// ExprMeter returns the budget of the evaluation in progress, which the
+// bounded operations of a compiled expression spend. Expressions cannot
+// call it; Eval runs each evaluation with a fresh budget.
+func (e *Env) ExprMeter() *policy.ExprMeter { return &e.meter }
 
 // Expression is a compiled embedded expression. It is immutable and safe for
 // concurrent use.
@@ -40,38 +38,56 @@ type Expression struct {
 	fast *presence // a native form of the expression, when it has one
 }
 
-var (
-	vms  = sync.Pool{New: func() any { return &vm.VM{MemoryBudget: MemoryBudget} }}
-	envs = sync.Pool{New: func() any { return new(Env) }}
-)
+// run is what one evaluation needs, pooled: the VM and the copy of the
+// caller's Env the program runs against.
+type run struct {
+	vm  vm.VM
+	env Env
+}
 
-// Compile compiles e for evaluation against an Env. The policy's checks
-// type-check expressions against the message schemas; this compilation
-// only resolves names, since at run time content is untyped JSON.
+var runs = sync.Pool{New: func() any { return &run{vm: vm.VM{MemoryBudget: policy.MaxExprElements}} }}
+
+// Compile compiles e for evaluation against an Env, within the expression
+// limits of policy.CompileExpr. The policy's checks type-check
+// expressions against the message schemas; this compilation only resolves
+// names, since at run time content is untyped JSON.
 func Compile(e *policy.Expr) (*Expression, error) {
-	prog, err := expr.Compile(e.Src, expr.Env(Env{}), expr.MaxNodes(MaxNodes))
+	prog, err := policy.CompileExpr(e.Src, Env{})
 	if err != nil {
 		return nil, &EvalError{Expr: e, Err: err}
 	}
 	return &Expression{Src: e, prog: prog, fast: presenceOf(e.Src)}, nil
 }
 
-// Eval evaluates the program against env. It does not keep env, so the
-// caller's Env need not escape to the heap: the program runs on a pooled
-// copy.
+// Eval evaluates the program against env, within the expression limits:
+// an evaluation that would build more than policy.ExprMemoryBudget bytes
+// or a string longer than policy.MaxExprString, or take more than
+// policy.MaxExprSteps steps or longer than policy.ExprTimeLimit, stops
+// with an *EvalError wrapping policy.ErrExprLimit, at the operation that
+// would exceed it (see the package documentation). It does not keep env, so the caller's Env need not
+// escape to the heap: the program runs on a pooled copy.
 func (p *Expression) Eval(env *Env) (any, error) {
-	m := vms.Get().(*vm.VM)
-	m.MemoryBudget = MemoryBudget
-	e := envs.Get().(*Env)
-	*e = *env
-	out, err := m.Run(p.prog, e)
-	*e = Env{}
-	envs.Put(e)
-	vms.Put(m)
+	r := runs.Get().(*run)
+	r.env = *env
+	r.env.meter = policy.ExprMeter{}
+	out, err := r.vm.Run(p.prog, &r.env)
+	r.env = Env{}
+	runs.Put(r)
 	if err != nil {
-		return nil, &EvalError{Expr: p.Src, Err: err}
+		return nil, &EvalError{Expr: p.Src, Err: vmLimit(err)}
 	}
 	return out, nil
+}
+
+// vmLimit makes expr's own error for a VM over its MemoryBudget (the
+// elements of the lists, maps and ranges it builds) an expression-limit
+// error like the others.
+func vmLimit(err error) error {
+	if fe, ok := errors.AsType[*file.Error](err); ok && fe.Message == "memory budget exceeded" && fe.Prev == nil {
+		fe.Message = fmt.Sprintf("%v: more than %d list, map and range elements built", policy.ErrExprLimit, policy.MaxExprElements)
+		fe.Wrap(policy.ErrExprLimit)
+	}
+	return err
 }
 
 // Bool evaluates the program and requires a boolean result.
@@ -98,24 +114,21 @@ type EvalError struct {
 }
 
 func (e *EvalError) Error() string {
-	return fmt.Sprintf("%s: expression %q: %s", e.Pos(), e.Expr.Src, e.Message())
+	pos, msg := e.Expr.Locate(e.Err)
+	return fmt.Sprintf("%s: expression %s: %s", pos, policy.Quote(e.Expr.Src), msg)
 }
 
 // Pos returns the position of the problem in the policy file: the
 // character the expression compiler points at, or the expression's start.
 func (e *EvalError) Pos() policy.Pos {
-	if fe, ok := errors.AsType[*file.Error](e.Err); ok {
-		return e.Expr.PosAt(fe.Line, fe.Column)
-	}
-	return e.Expr.Pos
+	pos, _ := e.Expr.Locate(e.Err)
+	return pos
 }
 
 // Message returns what is wrong, without the position.
 func (e *EvalError) Message() string {
-	if fe, ok := errors.AsType[*file.Error](e.Err); ok {
-		return fe.Message
-	}
-	return e.Err.Error()
+	_, msg := e.Expr.Locate(e.Err)
+	return msg
 }
 
 func (e *EvalError) Unwrap() error { return e.Err }

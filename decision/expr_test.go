@@ -41,7 +41,7 @@ func TestCompileErrorsCarryThePolicyPosition(t *testing.T) {
 }
 
 func TestCompileLimitsSize(t *testing.T) {
-	src := strings.Repeat("1 + ", decision.MaxNodes) + "1"
+	src := strings.Repeat("1 + ", policy.MaxExprNodes) + "1"
 	_, err := decision.Compile(at(src))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "p.yaml:12:")
@@ -69,7 +69,7 @@ func TestEval(t *testing.T) {
 		{name: "type error", src: `content.price + 1`, env: decision.Env{Content: map[string]any{"price": "cheap"}},
 			wantErr: `p.yaml:12:24: expression "content.price + 1": invalid operation: string + int`},
 		{name: "memory budget", src: `len(map(1..1000000, # * 2))`,
-			wantErr: `p.yaml:12:19: expression "len(map(1..1000000, # * 2))": memory budget exceeded`},
+			wantErr: `p.yaml:12:19: expression "len(map(1..1000000, # * 2))": over the expression limits: more than 262144 list, map and range elements built`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

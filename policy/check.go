@@ -26,7 +26,7 @@ var Checks = []Check{
 	{"determinism", []Code{CodeNondeterministic, CodeShadowed}, "the transitions of a state can be told apart, and none is shadowed", checkDeterminism},
 	{"reflexive-messages", []Code{CodeReflexive}, "no role sends a message to itself", checkReflexive},
 	{"timers", []Code{CodeTimerNotHandled, CodeTimerNotArmed, CodeTimerDeadline}, "armed timers are handled, handled timers are armed, deadlines read time fields", checkTimers},
-	{"expressions", []Code{CodeExprSyntax, CodeExprType}, "embedded expressions parse and type-check against the message schemas", checkExpressions},
+	{"expressions", []Code{CodeExprSyntax, CodeExprType, CodeLimit}, "embedded expressions parse, type-check against the message schemas and are within the expression limits", checkExpressions},
 	{"unused", []Code{CodeUnused}, "every declaration is used", checkUnused},
 	{"joins", []Code{CodeJoinWithoutMany}, "join states involve a many role", checkJoins},
 	{"commitments", []Code{CodeCommitmentParties, CodeCommitmentAuth, CodeNoDischarge}, "commitments have distinct parties, the right authors and a reachable discharge", checkCommitments},

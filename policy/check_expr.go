@@ -8,10 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/file"
-	"github.com/expr-lang/expr/parser"
 )
 
 // checkExpressions parses and type-checks every embedded expression
@@ -87,9 +85,9 @@ var noFieldRE = regexp.MustCompile(`^type .* has no field (\S+)$`)
 // exprResult is what parsing and type-checking one expression source in
 // one environment found; policies repeat guards, so results are memoized.
 type exprResult struct {
-	syntaxErr, typeErr error
-	reads              []string
-	got                reflect.Type
+	syntaxErr, limitErr, typeErr error
+	reads                        []string
+	got                          reflect.Type
 }
 
 type exprKey struct {
@@ -97,6 +95,7 @@ type exprKey struct {
 	src string
 }
 
+// compileExpr compiles src as the engine does (CompileExpr), in env.
 func (c *checker) compileExpr(src string, env map[string]any) *exprResult {
 	key := exprKey{reflect.ValueOf(env).Pointer(), src}
 	if r, ok := c.exprCache[key]; ok {
@@ -107,20 +106,21 @@ func (c *checker) compileExpr(src string, env map[string]any) *exprResult {
 		c.exprCache = map[exprKey]*exprResult{}
 	}
 	c.exprCache[key] = r
-	tree, err := parser.Parse(src)
-	if err != nil {
+	prog, stage, err := compileExpr(src, env, func(tree ast.Node) {
+		reads := varReads{}
+		ast.Walk(&tree, reads)
+		r.reads = sortedKeys(reads)
+	})
+	switch {
+	case err == nil:
+		r.got = prog.Node().Type()
+	case stage == exprParsed:
 		r.syntaxErr = err
-		return r
-	}
-	reads := varReads{}
-	ast.Walk(&tree.Node, reads)
-	r.reads = sortedKeys(reads)
-	prog, err := expr.Compile(src, expr.Env(env))
-	if err != nil {
+	case stage == exprLimited:
+		r.limitErr = err
+	default:
 		r.typeErr = err
-		return r
 	}
-	r.got = prog.Node().Type()
 	return r
 }
 
@@ -134,6 +134,9 @@ func (c *checker) checkExpr(e *Expr, what string, env map[string]any, want refle
 	switch {
 	case r.syntaxErr != nil:
 		c.exprError(CodeExprSyntax, e, what, r.syntaxErr, env)
+		return
+	case r.limitErr != nil:
+		c.d.errorf(CodeLimit, e.Pos, "%s has more than %d syntax nodes (policy.MaxExprNodes); split it into several, or simplify it", what, MaxExprNodes)
 		return
 	case r.typeErr != nil:
 		for _, v := range r.reads {
@@ -215,16 +218,26 @@ func typeName(t reflect.Type) string {
 }
 
 func (c *checker) exprError(code Code, e *Expr, what string, err error, env map[string]any) {
+	pos, msg := e.Locate(err)
+	var fe *file.Error
+	if errors.As(err, &fe) {
+		if m := noFieldRE.FindStringSubmatch(msg); m != nil {
+			msg = c.noFieldMessage(e.Src, fe, m[1], env)
+		}
+	}
+	c.d.errorf(code, pos, "%s: %s", what, msg)
+}
+
+// Locate returns where in the policy file an error that expr reported
+// for e (compiling or evaluating it) points, and its message without the
+// position: the character expr points at, or e's start for an error
+// without a position.
+func (e *Expr) Locate(err error) (Pos, string) {
 	var fe *file.Error
 	if !errors.As(err, &fe) {
-		c.d.errorf(code, e.Pos, "%s: %v", what, err)
-		return
+		return e.Pos, err.Error()
 	}
-	msg := fe.Message
-	if m := noFieldRE.FindStringSubmatch(msg); m != nil {
-		msg = c.noFieldMessage(e.Src, fe, m[1], env)
-	}
-	c.d.errorf(code, e.PosAt(fe.Line, byteColumn(e.Src, fe.Line, fe.Column)), "%s: %s", what, msg)
+	return e.PosAt(fe.Line, byteColumn(e.Src, fe.Line, fe.Column)), fe.Message
 }
 
 // byteColumn converts expr's column (0-based, counted in runes) on line
