@@ -36,6 +36,21 @@ func (w *world) library(name string, d decision.Decider, names []string, opts ..
 	return m
 }
 
+// advance moves the fake clock on by d, plus one step, in steps of
+// step with every agent settling in between. A worker re-arms its alarm
+// relative to the time it read when it took the input, and FakeClock
+// adds that duration to its own time, which a concurrent Advance has
+// moved on meanwhile: an alarm re-armed during Advance can land up to
+// one Advance later than its deadline. Short steps keep that drift
+// within a step, and the extra step lets such an alarm go off.
+func (w *world) advance(d time.Duration) {
+	const step = 30 * time.Second
+	for end := w.clock.Now().Add(d + step); w.clock.Now().Before(end); {
+		w.clock.Advance(min(step, end.Sub(w.clock.Now())))
+		w.settle()
+	}
+}
+
 // outcomes waits for conversation conv to end at each agent and returns
 // each agent's outcome.
 func outcomes(t *testing.T, conv string, agents map[string]*agent.Manager) map[string]string {
@@ -201,8 +216,7 @@ func TestLibrarySubscribe(t *testing.T) {
 			require.NoError(t, err)
 			w.settle()
 			if tt.advance > 0 {
-				w.clock.Advance(tt.advance)
-				w.settle()
+				w.advance(tt.advance)
 			}
 			assert.Equal(t, map[string]string{"desk": tt.outcome, "ticker": tt.outcome}, outcomes(t, conv, agents))
 			assert.Equal(t, tt.want, w.rec.performatives())
@@ -254,8 +268,7 @@ func TestLibraryPropose(t *testing.T) {
 			require.NoError(t, err)
 			w.settle()
 			if tt.advance > 0 {
-				w.clock.Advance(tt.advance)
-				w.settle()
+				w.advance(tt.advance)
 			}
 			assert.Equal(t, map[string]string{"cleaner": tt.outcome, "office": tt.outcome}, outcomes(t, conv, agents))
 			assert.Equal(t, tt.want, w.rec.performatives())
@@ -321,7 +334,7 @@ func TestLibraryRequestWhen(t *testing.T) {
 			require.NoError(t, err)
 			w.settle()
 			if tt.holds > 0 {
-				w.clock.Advance(tt.holds)
+				w.advance(tt.holds)
 				var r agent.DecisionRequest
 				select {
 				case r = <-waiting:
@@ -332,8 +345,7 @@ func TestLibraryRequestWhen(t *testing.T) {
 				w.settle()
 			}
 			if tt.advance > 0 {
-				w.clock.Advance(tt.advance)
-				w.settle()
+				w.advance(tt.advance)
 			}
 			assert.Equal(t, map[string]string{"planner": tt.outcome, "sprinkler": tt.outcome}, outcomes(t, conv, agents))
 			assert.Equal(t, tt.want, w.rec.performatives())
@@ -341,6 +353,121 @@ func TestLibraryRequestWhen(t *testing.T) {
 			w.rec.mu.Lock()
 			defer w.rec.mu.Unlock()
 			assert.Contains(t, w.rec.commits, "planner perform "+tt.commit)
+		})
+	}
+}
+
+// relayedTypes maps the performative of an agent's reply to the message
+// type of brokered-exchange that relays it.
+var relayedTypes = map[string]string{
+	"agree": "relayed-agree", "refuse": "relayed-refuse", "not-understood": "relayed-not-understood",
+	"failure": "relayed-failure", "inform": "relayed-inform",
+}
+
+func TestLibraryBrokering(t *testing.T) {
+	names := []string{"fipa-brokering", "brokered-exchange"}
+	proxy := map[string]any{"agents": map[string]any{"service": "weather"}, "act": map[string]any{"about": "rain in Oslo tomorrow"}}
+	tests := []struct {
+		name     string
+		registry []string // the weather services the broker knows
+		service  string   // the service the client asks for
+		want     []string
+		outcome  string
+	}{
+		{
+			name: "relays every reply", registry: []string{"met", "yr"}, service: "weather",
+			want: []string{
+				"client:proxy", "broker:agree",
+				"broker:query-ref", "met:inform", "broker:query-ref", "yr:refuse",
+				"broker:inform", "broker:refuse", "broker:inform",
+			},
+			outcome: "done",
+		},
+		{
+			name: "no agent matches", service: "weather",
+			want: []string{"client:proxy", "broker:agree", "broker:failure"}, outcome: "no-match",
+		},
+		{
+			name: "refused", registry: []string{"met"}, service: "tides",
+			want: []string{"client:proxy", "broker:refuse"}, outcome: "refused",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t)
+			var (
+				broker *agent.Manager
+				mu     sync.Mutex
+				queued = map[string][]decision.Answer{} // relays still to send, by conversation
+			)
+			// The broker runs fipa-query with every agent it knows and
+			// relays each of their replies, then ends the exchange.
+			brokerLogic := decision.Func(func(ctx context.Context, req *decision.Request) (decision.Answer, error) {
+				switch req.Policy + ":" + req.Point {
+				case "fipa-brokering:proxied":
+					if agents, _ := req.Content["agents"].(map[string]any); agents["service"] != "weather" {
+						return decision.Answer{Choice: "refuse", Content: map[string]any{"reason": "no such service"}}, nil
+					}
+					return decision.Answer{Choice: "agree"}, nil
+				case "fipa-query:start":
+					return decision.Answer{Choice: "query-ref", Content: req.Content}, nil
+				case "brokered-exchange:forwarding":
+					if len(tt.registry) == 0 {
+						return decision.Answer{Choice: "failure-no-match", Content: map[string]any{"failure": "no-match"}}, nil
+					}
+					var relays []decision.Answer
+					for _, target := range tt.registry {
+						sub, err := broker.Start(ctx, agent.StartRequest{Policy: "fipa-query", Role: "Initiator", Peers: map[string][]string{"Participant": {target}}, Data: proxy["act"].(map[string]any)})
+						if err != nil {
+							return decision.Answer{}, err
+						}
+						if _, err := broker.Wait(ctx, sub); err != nil {
+							return decision.Answer{}, err
+						}
+						w.rec.mu.Lock()
+						for _, m := range w.rec.sent {
+							if m.ConversationID == sub && m.Sender == target {
+								content := map[string]any{"from": target}
+								for k, v := range m.Content {
+									content[k] = v
+								}
+								relays = append(relays, decision.Answer{Choice: relayedTypes[m.Performative], Content: content})
+							}
+						}
+						w.rec.mu.Unlock()
+					}
+					mu.Lock()
+					queued[req.ConversationID] = relays[1:]
+					mu.Unlock()
+					return relays[0], nil
+				case "brokered-exchange:relaying":
+					mu.Lock()
+					defer mu.Unlock()
+					rest := queued[req.ConversationID]
+					if len(rest) == 0 {
+						return decision.Answer{Choice: "inform-done", Content: map[string]any{"done": true}}, nil
+					}
+					queued[req.ConversationID] = rest[1:]
+					return rest[0], nil
+				}
+				return decision.Answer{}, decision.ErrNoDecision
+			})
+			broker = w.library("broker", brokerLogic, names)
+			client := w.library("client", script{"fipa-brokering:start": {Choice: "proxy", Content: map[string]any{"agents": map[string]any{"service": tt.service}, "act": proxy["act"]}}}, names)
+			w.agent("met", script{"ref-queried": {Choice: "inform-result", Content: map[string]any{"result": "light rain"}}})
+			w.agent("yr", script{"ref-queried": {Choice: "refuse", Content: map[string]any{"reason": "no forecasts for Norway"}}})
+
+			conv, err := client.Start(context.Background(), agent.StartRequest{Policy: "fipa-brokering", Role: "Initiator", Peers: map[string][]string{"Broker": {"broker"}}})
+			require.NoError(t, err)
+			w.settle()
+			both := map[string]*agent.Manager{"client": client, "broker": broker}
+			assert.Equal(t, map[string]string{"client": tt.outcome, "broker": tt.outcome}, outcomes(t, conv, both))
+			assert.Equal(t, tt.want, w.rec.performatives())
+			assert.Empty(t, w.rec.codes())
+			if tt.outcome != "refused" {
+				child := conv + "/brokered-exchange#1"
+				assert.Equal(t, map[string]string{"client": tt.outcome, "broker": tt.outcome}, outcomes(t, child, both))
+			}
 		})
 	}
 }
