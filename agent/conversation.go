@@ -32,6 +32,9 @@ type conversation struct {
 	outcome       string
 	abortReason   string
 	waiters       []chan waitResult
+	// applied holds the ids of the inbound messages applied, with a store
+	// (see MessageID).
+	applied map[string]struct{}
 	// decisions holds the timeout of each decision being decided.
 	decisions map[uint64]ClockTimer
 }
@@ -79,6 +82,7 @@ func (w *worker) start(id string, req *startReq, now time.Time) error {
 	}
 	c := &conversation{id: id, h: h}
 	w.add(c)
+	w.touch(c)
 	w.log(c, slog.LevelInfo, "conversation started")
 	q := w.getQueue()
 	defer w.putQueue(q)
@@ -89,14 +93,37 @@ func (w *worker) start(id string, req *startReq, now time.Time) error {
 	return nil
 }
 
-// message routes an inbound message to its conversation, or starts one.
-func (w *worker) message(msg *forms.Message, now time.Time) {
+// message routes an inbound message to its conversation, or starts one,
+// and acknowledges it (see DeliverAcked). With a store, a message applied
+// before (by MessageID) is acknowledged and dropped.
+func (w *worker) message(msg *forms.Message, ack func(), now time.Time) {
 	m := w.m
+	if ack != nil {
+		if w.d != nil {
+			w.d.acks = append(w.d.acks, ack)
+		} else {
+			defer ack()
+		}
+	}
 	c := w.convs[msg.ConversationID]
+	id := ""
+	if w.d != nil {
+		if id = MessageID(msg); id != "" && c != nil {
+			if _, dup := c.applied[id]; dup {
+				return
+			}
+		}
+	}
 	if c == nil {
 		if c = w.accept(msg, now); c == nil {
 			return
 		}
+	}
+	if id != "" {
+		if c.applied == nil {
+			c.applied = map[string]struct{}{}
+		}
+		c.applied[id] = struct{}{}
 	}
 	if m.o.journal != nil && m.o.journalReceived {
 		w.record(c, now, msg)
@@ -139,6 +166,7 @@ func (w *worker) accept(msg *forms.Message, now time.Time) *conversation {
 	}
 	c := &conversation{id: msg.ConversationID, h: h, opener: msg.Sender}
 	w.add(c)
+	w.touch(c)
 	w.log(c, slog.LevelInfo, "conversation accepted", "from", clipAttr(msg.Sender))
 	q := w.getQueue()
 	defer w.putQueue(q)
@@ -225,6 +253,7 @@ func (w *worker) process(c *conversation, ev engine.Event, now time.Time) {
 	if m.o.observer != nil {
 		w.observe(c, ev, true, nil)
 	}
+	w.touch(c)
 	q := w.getQueue()
 	defer w.putQueue(q)
 	if err := c.h.Process(ev, q); err != nil {
@@ -290,6 +319,10 @@ func (w *worker) send(c *conversation, msg *forms.Message, now time.Time) {
 	if m.o.logger.Enabled(context.Background(), slog.LevelDebug) {
 		w.log(c, slog.LevelDebug, "send "+msg.Performative, "to", msg.Receivers)
 	}
+	if w.d != nil {
+		w.queueSend(c, msg)
+		return
+	}
 	w.out.send(c.id, msg)
 }
 
@@ -330,7 +363,8 @@ func (w *worker) decide(c *conversation, d *pendingDecision, now time.Time) {
 	if m.o.decider == nil && m.o.async == nil {
 		a, err := decision.Answer{}, decision.ErrNoDecision
 		if bound != nil {
-			a, err = bound.Decide(context.Background(), req)
+			r := *req // a copy, so that the worker's decisions stay off the heap
+			a, err = bound.Decide(context.Background(), &r)
 		}
 		w.decidedNow(c, d.ticket, req.Point, a, err, now)
 		return
@@ -341,14 +375,19 @@ func (w *worker) decide(c *conversation, d *pendingDecision, now time.Time) {
 	if c.decisions == nil {
 		c.decisions = map[uint64]ClockTimer{}
 	}
+	// One clock timer bounds the decision: it ends the decider's context
+	// and, if the decision is still awaited, aborts the conversation.
+	ctx, cancel := context.WithCancel(context.Background())
 	c.decisions[ticket] = m.o.clock.AfterFunc(m.o.limits.DecisionTimeout, func() {
+		cancel()
 		_ = w.push(input{kind: inDecisionTimeout, conv: id, ticket: ticket}, false)
 	})
 	m.inflight.Add(1)
 	go func() {
 		defer m.inflight.Add(-1)
+		defer cancel()
 		x := &inputExtra{point: own.Point}
-		x.answer, x.err, x.abort = m.runDecision(id, ticket, own, bound)
+		x.answer, x.err, x.abort = m.runDecision(ctx, id, ticket, own, bound)
 		_ = w.push(input{kind: inDecided, conv: id, ticket: ticket, extra: x}, false)
 	}()
 }
@@ -356,14 +395,12 @@ func (w *worker) decide(c *conversation, d *pendingDecision, now time.Time) {
 // runDecision runs the decider, the policy's decide expressions and the
 // async hand-off for one decision, off the worker. It reports the answer,
 // or the error and whether it must abort the conversation (a panic).
-func (m *Manager) runDecision(id string, ticket uint64, req *decision.Request, bound decision.Decider) (a decision.Answer, err error, abort bool) {
+func (m *Manager) runDecision(ctx context.Context, id string, ticket uint64, req *decision.Request, bound decision.Decider) (a decision.Answer, err error, abort bool) {
 	defer func() {
 		if r := recover(); r != nil {
 			a, err, abort = decision.Answer{}, fmt.Errorf("decision logic panicked: %s", clipAttr(fmt.Sprint(r))), true
 		}
 	}()
-	ctx, cancel := context.WithTimeout(context.Background(), m.o.limits.DecisionTimeout)
-	defer cancel()
 	err = decision.ErrNoDecision
 	if m.o.decider != nil {
 		a, err = m.o.decider.Decide(ctx, req)
@@ -480,6 +517,7 @@ func (w *worker) abort(c *conversation, reason string, now time.Time) {
 	}
 	w.log(c, slog.LevelError, "conversation aborted", "reason", reason)
 	c.abortReason = reason
+	w.touch(c)
 	q := w.getQueue()
 	defer w.putQueue(q)
 	if err := c.h.Abort(now, reason, q); err != nil {
@@ -516,6 +554,8 @@ func (w *worker) startChild(c *conversation, e *engine.LoadCPEvent, now time.Tim
 	}
 	child := &conversation{id: id, h: h, parent: c, parentSession: e.Session, parentEpoch: e.Epoch}
 	w.add(child)
+	w.touch(child)
+	w.touch(c)
 	w.log(child, slog.LevelInfo, "child conversation started", "parent", c.id)
 	q := w.getQueue()
 	defer w.putQueue(q)
@@ -526,6 +566,7 @@ func (w *worker) startChild(c *conversation, e *engine.LoadCPEvent, now time.Tim
 // ended records a conversation's end and reports a child's to its parent.
 func (w *worker) ended(c *conversation, e *engine.CPDoneEvent, now time.Time) {
 	c.outcome, c.endedAt = e.Outcome, now
+	w.touch(c)
 	w.timers.clear(c)
 	for _, t := range c.decisions {
 		t.Stop()

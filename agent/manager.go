@@ -112,7 +112,9 @@ type Manager struct {
 
 	seed     maphash.Seed
 	workers  []*worker
-	total    atomic.Int64 // conversations held
+	total    atomic.Int64  // conversations held
+	seq      atomic.Uint64 // outbox entries
+	commit   *committer
 	inflight atomic.Int64 // decisions running and messages waiting to be sent
 	wg       sync.WaitGroup
 	closed   atomic.Bool
@@ -152,6 +154,9 @@ func NewManager(self string, opts ...Option) (*Manager, error) {
 			return nil, fmt.Errorf("agent: WithSetup: %w", err)
 		}
 		m.setup = names
+	}
+	if o.store != nil {
+		m.commit = newCommitter(o.store)
 	}
 	for range o.workers {
 		w := newWorker(m)
@@ -279,6 +284,16 @@ func (m *Manager) Start(ctx context.Context, r StartRequest) (string, error) {
 // message when the worker's queue is full (ErrBusy) or the manager is
 // closed (ErrClosed).
 func (m *Manager) Deliver(from string, msg *forms.Message) error {
+	return m.DeliverAcked(from, msg, nil)
+}
+
+// DeliverAcked is Deliver with an acknowledgement: ack (when not nil) is
+// called once the message has been applied and, with a store, its effect
+// committed, or found a duplicate of one applied before, or found to
+// reach no conversation. It is not called when DeliverAcked returns an
+// error. A transport that redelivers until acknowledged, to a manager
+// with a store, gets each message applied exactly once.
+func (m *Manager) DeliverAcked(from string, msg *forms.Message, ack func()) error {
 	if m.closed.Load() {
 		return ErrClosed
 	}
@@ -306,7 +321,11 @@ func (m *Manager) Deliver(from string, msg *forms.Message) error {
 	if key == "" {
 		key = msg.Sender
 	}
-	return m.workerOf(key).push(input{kind: inMessage, conv: msg.ConversationID, msg: msg}, true)
+	in := input{kind: inMessage, conv: msg.ConversationID, msg: msg}
+	if ack != nil {
+		in.extra = &inputExtra{ack: ack}
+	}
+	return m.workerOf(key).push(in, true)
 }
 
 // opener returns the program that msg opens a new conversation of, or nil.
@@ -442,7 +461,14 @@ func (m *Manager) Close(ctx context.Context) error {
 		}
 	}
 	done := make(chan struct{})
-	go func() { m.wg.Wait(); close(done) }()
+	go func() {
+		m.wg.Wait()
+		if m.commit != nil {
+			m.commit.close()
+			<-m.commit.done
+		}
+		close(done)
+	}()
 	select {
 	case <-done:
 		return nil
@@ -452,8 +478,14 @@ func (m *Manager) Close(ctx context.Context) error {
 }
 
 func (m *Manager) workerOf(conversation string) *worker {
+	return m.workers[m.workerIndex(conversation)]
+}
+
+// workerIndex returns the worker that owns conversation: a child belongs
+// to its root's worker.
+func (m *Manager) workerIndex(conversation string) int {
 	root, _, _ := strings.Cut(conversation, "/")
-	return m.workers[maphash.String(m.seed, root)%uint64(len(m.workers))]
+	return int(maphash.String(m.seed, root) % uint64(len(m.workers)))
 }
 
 func (m *Manager) scheduleSweep() {

@@ -30,6 +30,7 @@ type options struct {
 	resolve         policy.Resolver
 	setup           *policy.Policy
 	limits          Limits
+	store           Store
 	errs            []error
 }
 

@@ -517,3 +517,41 @@ func TestATransportThatPanicsOrTimesOutAbortsItsConversation(t *testing.T) {
 		})
 	}
 }
+
+// loopPolicy's timeout leads back to the state that arms it: with a
+// deadline already past, its timer would fire for ever.
+const loopPolicy = `policy: loop
+version: 1
+roles: [A, B]
+messages:
+  ping: request
+  pong: inform
+timers:
+  wait: {deadline: ping.reply_by, default: 10s}
+states:
+  start:
+    - {send: ping, from: A, to: B, next: waiting}
+  waiting:
+    arm: wait
+    on:
+      - {send: pong, from: B, to: A, next: done}
+      - {timeout: wait, next: waiting}
+  done: {terminal: done}
+`
+
+func TestATimerLoopWithoutTimePassingIsAborted(t *testing.T) {
+	p, ds := policy.LoadYAML("loop.yaml", []byte(loopPolicy))
+	require.False(t, ds.HasErrors(), "%v", ds)
+	w := newWorld(t)
+	bob := w.agent("bob", nil, agent.WithAsyncDecisions(func(agent.DecisionRequest) {}))
+	require.NoError(t, bob.Register(p))
+	// A peer's reply_by already in the past.
+	ping := &forms.Message{Performative: "request", Sender: "alice", Receivers: []string{"bob"}, ConversationID: "c1", Protocol: "loop", ReplyBy: mt0.Add(-time.Hour)}
+	require.NoError(t, bob.Deliver("alice", ping))
+	w.settle()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	outcome, err := bob.Wait(ctx, "c1")
+	assert.Equal(t, engine.OutcomeAborted, outcome)
+	assert.ErrorContains(t, err, "without time passing")
+}

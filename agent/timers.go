@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -90,10 +91,21 @@ func (ts *timers) rearm(now time.Time) {
 	ts.alarmAt = at
 	ts.alarmGen++
 	gen := ts.alarmGen
+	if !at.After(now) {
+		// Already due (a timer restored past its deadline): fire it
+		// without waiting for the clock to move.
+		ts.alarm = nil
+		_ = w.push(input{kind: inTick, ticket: gen}, false) // fails only once closed
+		return
+	}
 	ts.alarm = w.m.o.clock.AfterFunc(at.Sub(now), func() {
 		_ = w.push(input{kind: inTick, ticket: gen}, false) // fails only once closed
 	})
 }
+
+// maxFiringsAtOnce is how many timers of one conversation may fire at one
+// moment before the conversation is aborted as looping.
+const maxFiringsAtOnce = 1000
 
 // fire processes every timer due by now, in deadline order, each at its
 // deadline, then sets the alarm for the next. gen identifies the alarm
@@ -103,6 +115,7 @@ func (ts *timers) fire(gen uint64, now time.Time) {
 	if gen == ts.alarmGen {
 		ts.alarm = nil
 	}
+	var fired map[*conversation]int
 	for {
 		at, t, ok := ts.heap.Peek()
 		if !ok || at.After(now) {
@@ -116,6 +129,16 @@ func (ts *timers) fire(gen uint64, now time.Time) {
 			}
 		}
 		ev.At = ev.Deadline
+		if fired == nil {
+			fired = map[*conversation]int{}
+		}
+		if fired[c]++; fired[c] > maxFiringsAtOnce {
+			// A timeout leads back to a state whose timer is already due
+			// (a deadline in the past): without time passing it would
+			// fire for ever.
+			w.abort(c, fmt.Sprintf("its timers fired %d times without time passing: a timeout leads back to a timer already due", maxFiringsAtOnce), now)
+			continue
+		}
 		if j, ok := w.m.o.journal.(TimerJournal); ok {
 			if err := j.WriteTimer(ev.At, w.m.self, c.id, ev.Name); err != nil {
 				w.log(c, slog.LevelError, "journal write failed", "error", err)

@@ -15,7 +15,9 @@ import (
 // Transport carries an agent's outbound messages. Send gets a context
 // that ends after Limits.SendTimeout and should return by then; it runs
 // on a sender goroutine of the manager, never on a worker, and a panic in
-// it is recovered. An error (or panic) aborts the message's conversation.
+// it is recovered. An error (or panic) aborts the message's conversation;
+// with a store (WithStore) the message stays in the outbox instead, and
+// Resume sends it again.
 // Inbound messages reach a manager through Manager.Deliver, with the
 // sender the transport authenticated.
 type Transport interface {
@@ -33,7 +35,7 @@ func (w *worker) failed(conv string, msg *forms.Message, err error) {
 		m.observe(Observation{Agent: m.self, Conversation: conv, Event: &engine.MessageEvent{At: m.o.clock.Now(), Message: msg}, Err: err})
 	}
 	if conv != "" {
-		_ = w.push(input{kind: inSendFailed, conv: conv, extra: &inputExtra{err: err}}, false) // fails only once closed
+		_ = w.push(input{kind: inSendFailed, conv: conv, msg: msg, extra: &inputExtra{err: err}}, false) // fails only once closed
 	}
 }
 
@@ -93,13 +95,20 @@ func (e endpoint) Send(_ context.Context, m *forms.Message) error {
 	b := e.bus
 	b.mu.RLock()
 	defer b.mu.RUnlock()
+	sender := b.agents[e.self]
 	for _, r := range m.Receivers {
 		mgr, ok := b.agents[r]
 		if !ok {
 			errs = append(errs, fmt.Errorf("%w: %s", ErrNoSuchAgent, policy.Quote(r)))
 			continue
 		}
-		if err := mgr.Deliver(e.self, m); err != nil {
+		var ack func()
+		if sender != nil && sender.o.store != nil {
+			// The receiver acknowledges once it has applied the message
+			// (and committed it, if it has a store of its own).
+			ack = func() { sender.Acknowledge(r, m) }
+		}
+		if err := mgr.DeliverAcked(e.self, m, ack); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", policy.Quote(r), err))
 		}
 	}

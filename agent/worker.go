@@ -24,6 +24,8 @@ const (
 	inStatus
 	inFlush
 	inSweep
+	inAck
+	inResume
 	inStop
 )
 
@@ -48,6 +50,11 @@ type inputExtra struct {
 	wait   chan waitResult
 	status chan statusResult
 	flush  chan struct{}
+	// ack acknowledges a delivered message; from names the receiver of an
+	// acknowledgement (inAck).
+	ack    func()
+	from   string
+	resume *resumeReq
 }
 
 type startReq struct {
@@ -86,6 +93,7 @@ type worker struct {
 	queues    []*engine.Queue
 	timers    timers
 	out       *outbox
+	d         *durable // nil without a store
 	// Reused by decide: a handler does not keep its input event.
 	answerEv engine.DecisionEvent
 }
@@ -94,6 +102,9 @@ func newWorker(m *Manager) *worker {
 	w := &worker{m: m, wake: make(chan struct{}, 1), exited: make(chan struct{}), convs: map[string]*conversation{}}
 	w.timers.w = w
 	w.out = newOutbox(w)
+	if m.o.store != nil {
+		w.d = newDurable()
+	}
 	return w
 }
 
@@ -155,6 +166,7 @@ func (w *worker) run() {
 			for i := range batch {
 				in := &batch[i]
 				if in.kind == inStop {
+					w.flush()
 					w.halt(batch[i+1:])
 					return
 				}
@@ -167,6 +179,7 @@ func (w *worker) run() {
 				w.processed.Add(1)
 				batch[i] = input{}
 			}
+			w.flush()
 			w.mu.Lock()
 			if w.spare == nil {
 				w.spare = batch[:0]
@@ -259,11 +272,19 @@ func (w *worker) handle(in *input) {
 			w.decisionTimedOut(c, in.ticket, now)
 		}
 	case inSendFailed:
-		if c := w.convs[in.conv]; c != nil {
+		if c := w.convs[in.conv]; c != nil && !w.kept(in.msg) {
 			w.abort(c, "send failed: "+in.extra.err.Error(), now)
 		}
 	case inMessage:
-		w.message(in.msg, now)
+		var ack func()
+		if in.extra != nil {
+			ack = in.extra.ack
+		}
+		w.message(in.msg, ack, now)
+	case inAck:
+		w.acked(in.conv, in.extra.from)
+	case inResume:
+		w.resume(in.extra.resume, now)
 	}
 }
 
@@ -302,6 +323,9 @@ func (w *worker) sweep(now time.Time) {
 	for id, c := range w.convs {
 		if c.h.Done() && now.Sub(c.endedAt) >= w.m.o.retention {
 			w.remove(id)
+			if w.d != nil {
+				w.d.forget(c)
+			}
 		}
 	}
 }

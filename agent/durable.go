@@ -1,0 +1,430 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/parleyhq/parley/engine"
+	"github.com/parleyhq/parley/forms"
+	"github.com/parleyhq/parley/policy"
+)
+
+// WithStore makes the manager's conversations durable in s: after each
+// group of inputs a worker processes, the new state of every conversation
+// they changed, the messages they produced (the outbox) and the removal
+// of conversations swept after their retention are committed to s in one
+// Commit, before any of those messages leaves. Commits of all workers are
+// grouped into one store transaction. Resume loads them back after a
+// restart. A message stays in the outbox until every receiver has
+// acknowledged it (see Manager.Acknowledge); Resume sends what is left
+// again, and a receiver with a store applies a message once (by
+// MessageID).
+func WithStore(s Store) Option {
+	return func(o *options) {
+		if s == nil {
+			o.fail("agent: WithStore: nil store")
+		}
+		o.store = s
+	}
+}
+
+// ErrFingerprint is wrapped by the error Resume returns for a stored
+// conversation whose policy has changed since it was stored.
+var ErrFingerprint = errors.New("agent: stored conversation's policy has changed")
+
+// durable is a worker's part of the store: what the inputs it is
+// processing changed, and the messages it sent that await
+// acknowledgement.
+type durable struct {
+	dirty map[*conversation]struct{}
+	batch Batch
+	// sends wait for the commit; acks are the acknowledgements of inbound
+	// messages, given once their effect is committed.
+	sends []outMsg
+	acks  []func()
+	// outbox holds the unacknowledged messages by Seq, and bySender finds
+	// them by MessageID.
+	outbox map[uint64]*OutboxEntry
+	byID   map[string]uint64
+}
+
+func newDurable() *durable {
+	return &durable{dirty: map[*conversation]struct{}{}, outbox: map[uint64]*OutboxEntry{}, byID: map[string]uint64{}}
+}
+
+// touch marks c changed, to be committed with the current inputs.
+func (w *worker) touch(c *conversation) {
+	if w.d != nil {
+		w.d.dirty[c] = struct{}{}
+	}
+}
+
+// flush commits what the inputs just processed changed and then lets
+// their messages leave and their acknowledgements go. Without a store it
+// gives the acknowledgements at once.
+func (w *worker) flush() {
+	d := w.d
+	if d == nil {
+		return
+	}
+	for c := range d.dirty {
+		sc, err := storedOf(c)
+		if err != nil {
+			w.log(c, slog.LevelError, "conversation not stored", "error", err)
+			continue
+		}
+		d.batch.Put = append(d.batch.Put, sc)
+	}
+	clear(d.dirty)
+	if !d.batch.Empty() {
+		if err := w.m.commit.commit(&d.batch); err != nil {
+			w.m.o.logger.Error("store commit failed: the messages leave, but a restart may not find what they changed", "agent", w.m.self, "error", err)
+		}
+	}
+	d.batch = Batch{Put: d.batch.Put[:0], Delete: d.batch.Delete[:0], Send: d.batch.Send[:0], Update: d.batch.Update[:0], Acked: d.batch.Acked[:0]}
+	for _, s := range d.sends {
+		w.out.send(s.conv, s.msg)
+	}
+	clear(d.sends)
+	d.sends = d.sends[:0]
+	for _, ack := range d.acks {
+		ack()
+	}
+	clear(d.acks)
+	d.acks = d.acks[:0]
+}
+
+// forget removes a swept conversation from the store, with the messages
+// it sent that are still unacknowledged: its retention is over, so no
+// receiver will apply them now.
+func (d *durable) forget(c *conversation) {
+	delete(d.dirty, c)
+	d.batch.Delete = append(d.batch.Delete, c.id)
+	for seq, e := range d.outbox {
+		if e.Conversation == c.id {
+			delete(d.outbox, seq)
+			delete(d.byID, MessageID(e.Message))
+			d.batch.Acked = append(d.batch.Acked, seq)
+		}
+	}
+}
+
+// storedOf is c as a Store keeps it.
+func storedOf(c *conversation) (StoredConversation, error) {
+	snap, err := c.h.Snapshot()
+	if err != nil {
+		return StoredConversation{}, err
+	}
+	prog := c.h.Program()
+	sc := StoredConversation{
+		ID: c.id, Policy: prog.Policy().Name, Role: prog.Role(), Fingerprint: prog.Fingerprint(), Handler: snap,
+		Opener: c.opener, Children: c.children, Ended: c.endedAt, Outcome: c.outcome, Abort: c.abortReason,
+	}
+	if c.parent != nil {
+		sc.Parent, sc.ParentSession, sc.ParentEpoch = c.parent.id, c.parentSession, c.parentEpoch
+	}
+	if len(c.applied) > 0 {
+		sc.Applied = slices.Sorted(maps.Keys(c.applied))
+	}
+	return sc, nil
+}
+
+// queueSend holds msg until the commit, and keeps it in the outbox until
+// its receivers acknowledge it.
+func (w *worker) queueSend(c *conversation, msg *forms.Message) {
+	d := w.d
+	id := MessageID(msg)
+	if id == "" {
+		d.sends = append(d.sends, outMsg{conv: c.id, msg: msg})
+		return
+	}
+	e := &OutboxEntry{Seq: w.m.seq.Add(1), Conversation: c.id, Message: msg, Pending: slices.Clone(msg.Receivers)}
+	d.outbox[e.Seq] = e
+	d.byID[id] = e.Seq
+	d.batch.Send = append(d.batch.Send, *e)
+	d.sends = append(d.sends, outMsg{conv: c.id, msg: msg})
+}
+
+// kept reports whether msg, which failed to send, stays in the outbox to
+// be sent again by Resume: with a store a failed send does not abort its
+// conversation (the policy's timers bound the wait for the receiver).
+func (w *worker) kept(msg *forms.Message) bool {
+	if w.d == nil {
+		return false
+	}
+	_, ok := w.d.byID[MessageID(msg)]
+	return ok
+}
+
+// acked records that receiver acknowledged the message id names.
+func (w *worker) acked(id, receiver string) {
+	d := w.d
+	if d == nil {
+		return
+	}
+	seq, ok := d.byID[id]
+	if !ok {
+		return
+	}
+	e := d.outbox[seq]
+	i := slices.Index(e.Pending, receiver)
+	if i < 0 {
+		return
+	}
+	e.Pending = slices.Delete(e.Pending, i, i+1)
+	if len(e.Pending) > 0 {
+		d.batch.Update = append(d.batch.Update, OutboxEntry{Seq: e.Seq, Conversation: e.Conversation, Message: e.Message, Pending: slices.Clone(e.Pending)})
+		return
+	}
+	delete(d.outbox, seq)
+	delete(d.byID, id)
+	d.batch.Acked = append(d.batch.Acked, seq)
+}
+
+// Acknowledge tells the manager that receiver has applied m, a message
+// this manager sent: with a store, m leaves the outbox once every
+// receiver has acknowledged it. Transports call it; the Bus does when the
+// receiver's commit is done. It is safe to call more than once.
+func (m *Manager) Acknowledge(receiver string, msg *forms.Message) {
+	if m.o.store == nil || m.closed.Load() {
+		return
+	}
+	id := MessageID(msg)
+	if id == "" {
+		return
+	}
+	_ = m.workerOf(msg.ConversationID).push(input{kind: inAck, conv: id, extra: &inputExtra{from: receiver}}, false) // fails only once closed
+}
+
+// Resume loads the conversations of the manager's store and carries them
+// on where they stood: timers are armed again at their absolute
+// deadlines (those already past fire at once, in deadline order),
+// pending decisions are asked again with their tickets, children are
+// linked to their parents, ended conversations keep their retention, and
+// the messages still unacknowledged are sent again. Register every policy
+// the stored conversations run before calling it. A conversation whose
+// policy is not registered, whose policy's fingerprint has changed
+// (ErrFingerprint, naming the conversation and both fingerprints) or
+// whose record cannot be read is not resumed and stays in the store;
+// Resume resumes the others and returns an error naming each.
+func (m *Manager) Resume(ctx context.Context) error {
+	if m.closed.Load() {
+		return ErrClosed
+	}
+	if m.o.store == nil {
+		return errors.New("agent: Resume: no store (WithStore)")
+	}
+	st, loadErr := m.o.store.Load()
+	if st == nil {
+		return loadErr
+	}
+	errs := []error{loadErr}
+	per := make([]*resumeReq, len(m.workers))
+	for i := range per {
+		per[i] = &resumeReq{done: make(chan struct{})}
+	}
+	for _, sc := range st.Conversations {
+		h, err := m.restore(sc)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("agent: resume conversation %s: %w", policy.Quote(sc.ID), err))
+			continue
+		}
+		r := per[m.workerIndex(sc.ID)]
+		r.convs = append(r.convs, resumed{sc: sc, h: h})
+	}
+	for _, e := range st.Outbox {
+		if e.Message == nil {
+			continue
+		}
+		r := per[m.workerIndex(e.Conversation)]
+		r.outbox = append(r.outbox, e)
+		for m.seq.Load() < e.Seq {
+			m.seq.Store(e.Seq)
+		}
+	}
+	for i, w := range m.workers {
+		if err := w.push(input{kind: inResume, extra: &inputExtra{resume: per[i]}}, false); err != nil {
+			return err
+		}
+	}
+	for _, r := range per {
+		select {
+		case <-r.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (m *Manager) restore(sc StoredConversation) (*engine.Handler, error) {
+	prog, err := m.program(sc.Policy, sc.Role)
+	if err != nil {
+		return nil, err
+	}
+	if prog.Fingerprint() != sc.Fingerprint {
+		return nil, fmt.Errorf("%w: %s was stored with fingerprint %s, the registered policy has %s",
+			ErrFingerprint, policy.Quote(sc.Policy), sc.Fingerprint, prog.Fingerprint())
+	}
+	return prog.Restore(sc.Handler)
+}
+
+type resumeReq struct {
+	convs  []resumed
+	outbox []OutboxEntry
+	done   chan struct{}
+}
+
+type resumed struct {
+	sc StoredConversation
+	h  *engine.Handler
+}
+
+// resume adds the restored conversations of one worker and carries them
+// on.
+func (w *worker) resume(r *resumeReq, now time.Time) {
+	defer close(r.done)
+	m := w.m
+	byID := map[string]*conversation{}
+	var added []*conversation
+	for _, x := range r.convs {
+		if w.convs[x.sc.ID] != nil {
+			continue // already running: Resume was called twice
+		}
+		c := &conversation{id: x.sc.ID, h: x.h, opener: x.sc.Opener, children: x.sc.Children,
+			endedAt: x.sc.Ended, outcome: x.sc.Outcome, abortReason: x.sc.Abort}
+		if len(x.sc.Applied) > 0 {
+			c.applied = make(map[string]struct{}, len(x.sc.Applied))
+			for _, id := range x.sc.Applied {
+				c.applied[id] = struct{}{}
+			}
+		}
+		w.add(c)
+		byID[c.id] = c
+		added = append(added, c)
+	}
+	for _, x := range r.convs {
+		c := byID[x.sc.ID]
+		if c == nil || x.sc.Parent == "" {
+			continue
+		}
+		c.parentSession, c.parentEpoch = x.sc.ParentSession, x.sc.ParentEpoch
+		if c.parent = byID[x.sc.Parent]; c.parent == nil {
+			c.parent = w.convs[x.sc.Parent]
+		}
+	}
+	for _, c := range added {
+		if c.h.Done() {
+			continue
+		}
+		if c.opener != "" {
+			m.peersMu.Lock()
+			m.opened[c.opener]++
+			m.peersMu.Unlock()
+		}
+		for _, ev := range c.h.Armed() {
+			w.timers.apply(c, &ev, now)
+		}
+		w.log(c, slog.LevelInfo, "conversation resumed")
+	}
+	for _, c := range added {
+		for _, ev := range c.h.Open() {
+			w.decide(c, &pendingDecision{ticket: ev.Ticket, req: ev.Request}, now)
+		}
+	}
+	slices.SortFunc(r.outbox, func(a, b OutboxEntry) int { return int(a.Seq - b.Seq) })
+	for _, e := range r.outbox {
+		w.d.outbox[e.Seq] = &e
+		if id := MessageID(e.Message); id != "" {
+			w.d.byID[id] = e.Seq
+		}
+		w.d.sends = append(w.d.sends, outMsg{conv: e.Conversation, msg: e.Message})
+	}
+}
+
+// committer groups the commits of every worker into one store
+// transaction.
+type committer struct {
+	store  Store
+	mu     sync.Mutex
+	queue  []*commitReq
+	closed bool
+	wake   chan struct{}
+	done   chan struct{}
+}
+
+type commitReq struct {
+	b    *Batch
+	done chan error
+}
+
+func newCommitter(s Store) *committer {
+	c := &committer{store: s, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	go c.run()
+	return c
+}
+
+// commit commits b, with whatever other workers commit at the same time.
+func (c *committer) commit(b *Batch) error {
+	req := &commitReq{b: b, done: make(chan error, 1)}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return ErrClosed
+	}
+	c.queue = append(c.queue, req)
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+	return <-req.done
+}
+
+func (c *committer) run() {
+	defer close(c.done)
+	var merged Batch
+	for range c.wake {
+		for {
+			c.mu.Lock()
+			reqs, closed := c.queue, c.closed
+			c.queue = nil
+			c.mu.Unlock()
+			if len(reqs) == 0 {
+				if closed {
+					return
+				}
+				break
+			}
+			merged = Batch{Put: merged.Put[:0], Delete: merged.Delete[:0], Send: merged.Send[:0], Update: merged.Update[:0], Acked: merged.Acked[:0]}
+			for _, r := range reqs {
+				merged.Put = append(merged.Put, r.b.Put...)
+				merged.Delete = append(merged.Delete, r.b.Delete...)
+				merged.Send = append(merged.Send, r.b.Send...)
+				merged.Update = append(merged.Update, r.b.Update...)
+				merged.Acked = append(merged.Acked, r.b.Acked...)
+			}
+			err := c.store.Commit(&merged)
+			for _, r := range reqs {
+				r.done <- err
+			}
+		}
+	}
+}
+
+// close stops the committer once what is queued is committed.
+func (c *committer) close() {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}

@@ -1,0 +1,296 @@
+package bolt_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/parleyhq/parley/agent"
+	"github.com/parleyhq/parley/decision"
+	"github.com/parleyhq/parley/engine"
+	"github.com/parleyhq/parley/forms"
+	"github.com/parleyhq/parley/policies"
+	"github.com/parleyhq/parley/policy"
+	"github.com/parleyhq/parley/store/bolt"
+)
+
+var t0 = time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)
+
+// script answers decision points from a table ("policy:point" or
+// "point").
+type script map[string]decision.Answer
+
+func (s script) Decide(_ context.Context, req *decision.Request) (decision.Answer, error) {
+	if a, ok := s[req.Policy+":"+req.Point]; ok {
+		return a, nil
+	}
+	if a, ok := s[req.Point]; ok {
+		return a, nil
+	}
+	return decision.Answer{}, decision.ErrNoDecision
+}
+
+// site is a directory of store files, a bus and a fake clock: agents can
+// be stopped and started again on their files.
+type site struct {
+	t     *testing.T
+	dir   string
+	clock *agent.FakeClock
+	bus   *agent.Bus
+	mu    sync.Mutex
+	codes  []engine.ErrorCode
+	extra  []*policy.Policy
+	stores map[string]*bolt.Store
+}
+
+func newSite(t *testing.T) *site {
+	return &site{t: t, dir: t.TempDir(), clock: agent.NewFakeClock(t0), bus: agent.NewBus(), stores: map[string]*bolt.Store{}}
+}
+
+// start runs agent name on its store file, resumed, with d deciding.
+func (s *site) start(name string, d decision.Decider, opts ...agent.Option) *agent.Manager {
+	st, err := bolt.Open(filepath.Join(s.dir, name+".db"))
+	require.NoError(s.t, err)
+	s.stores[name] = st
+	opts = append([]agent.Option{agent.WithStore(st), agent.WithClock(s.clock), agent.WithLogger(nil), agent.WithResolver(policies.Resolve),
+		agent.WithObserver(func(o agent.Observation) {
+			if pe, ok := o.Event.(*engine.ProtocolErrorEvent); ok {
+				s.mu.Lock()
+				s.codes = append(s.codes, pe.Code)
+				s.mu.Unlock()
+			}
+		})}, opts...)
+	if d != nil {
+		opts = append(opts, agent.WithDecider(d))
+	}
+	m, err := agent.NewManager(name, opts...)
+	require.NoError(s.t, err)
+	p, err := policies.Load("fipa-request")
+	require.NoError(s.t, err)
+	require.NoError(s.t, m.Register(p))
+	for _, p := range s.extra {
+		require.NoError(s.t, m.Register(p))
+	}
+	require.NoError(s.t, m.Resume(context.Background()))
+	require.NoError(s.t, s.bus.Connect(m))
+	s.t.Cleanup(func() { s.stop(m) })
+	return m
+}
+
+// stop stops m and closes its store; stopping twice is fine.
+func (s *site) stop(m *agent.Manager) {
+	s.bus.Disconnect(m.Name())
+	require.NoError(s.t, m.Close(context.Background()))
+	if st := s.stores[m.Name()]; st != nil {
+		require.NoError(s.t, st.Close())
+		delete(s.stores, m.Name())
+	}
+}
+
+// restart stops m and starts its agent again.
+func (s *site) restart(m *agent.Manager, d decision.Decider, opts ...agent.Option) *agent.Manager {
+	s.stop(m)
+	return s.start(m.Name(), d, opts...)
+}
+
+func (s *site) settle() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(s.t, s.bus.Settle(ctx))
+}
+
+var (
+	initiator = script{"start": {Choice: "request", Content: map[string]any{"action": "paint"}}}
+	performer = script{"requested": {Choice: "agree"}, "agreed": {Choice: "inform-result", Content: map[string]any{"result": "green"}}}
+	holdAll   = agent.WithAsyncDecisions(func(agent.DecisionRequest) {})
+)
+
+func request(t *testing.T, m *agent.Manager) string {
+	id, err := m.Start(context.Background(), agent.StartRequest{Policy: "fipa-request", Role: "Initiator", Peers: map[string][]string{"Participant": {"bob"}}})
+	require.NoError(t, err)
+	return id
+}
+
+func TestRestartAsksPendingDecisionsAgain(t *testing.T) {
+	s := newSite(t)
+	alice := s.start("alice", initiator)
+	bob := s.start("bob", nil, holdAll) // bob is asked, and dies before he answers
+	conv := request(t, alice)
+	s.settle()
+	st, err := bob.Status(context.Background(), conv)
+	require.NoError(t, err)
+	require.Equal(t, "requested", st.States[""])
+
+	bob = s.restart(bob, performer)
+	alice = s.restart(alice, initiator)
+	s.settle()
+	outcome, err := alice.Wait(context.Background(), conv)
+	require.NoError(t, err)
+	assert.Equal(t, "result", outcome)
+	outcome, err = bob.Wait(context.Background(), conv)
+	require.NoError(t, err)
+	assert.Equal(t, "result", outcome)
+	assert.Empty(t, s.codes)
+}
+
+func TestRestartFiresTimersAlreadyPastDue(t *testing.T) {
+	s := newSite(t)
+	alice := s.start("alice", initiator)
+	s.start("bob", nil, holdAll)
+	conv := request(t, alice)
+	s.settle()
+	s.stop(alice)
+	s.clock.Advance(time.Hour) // alice is down while her reply deadline passes
+
+	alice = s.start("alice", initiator)
+	s.settle()
+	outcome, err := alice.Wait(context.Background(), conv)
+	require.NoError(t, err)
+	assert.Equal(t, "timeout", outcome)
+}
+
+func TestRestartKeepsEndedConversationsForTheirRetention(t *testing.T) {
+	s := newSite(t)
+	alice := s.start("alice", initiator)
+	s.start("bob", performer)
+	conv := request(t, alice)
+	s.settle()
+	alice = s.restart(alice, initiator)
+	st, err := alice.Status(context.Background(), conv)
+	require.NoError(t, err)
+	assert.True(t, st.Done)
+	assert.Equal(t, "result", st.Outcome)
+	s.clock.Advance(2 * time.Minute)
+	s.settle()
+	_, err = alice.Status(context.Background(), conv)
+	assert.ErrorIs(t, err, agent.ErrNoConversation, "swept after the retention")
+	alice = s.restart(alice, initiator)
+	_, err = alice.Status(context.Background(), conv)
+	assert.ErrorIs(t, err, agent.ErrNoConversation, "and gone from the store")
+}
+
+// shop runs fipa-request as a child policy.
+const shop = `policy: shop
+version: 1
+roles: [Buyer, Seller]
+messages:
+  ask: query-if
+  open: {performative: inform, fields: {holds: bool}}
+timers: {reply: 30s}
+states:
+  start:
+    - {send: ask, from: Buyer, to: Seller, next: asked}
+  asked:
+    arm: reply
+    on:
+      - {send: open, from: Seller, to: Buyer, next: buying}
+      - {timeout: reply, next: closed}
+  buying:
+    child: {policy: fipa-request, roles: {Initiator: Buyer, Participant: Seller}}
+    on:
+      - {return: result, next: bought}
+      - {return: done, next: bought}
+      - {return: refused, next: closed}
+      - {return: not-understood, next: closed}
+      - {return: failed, next: closed}
+      - {return: cancelled, next: closed}
+      - {return: cancel-failed, next: closed}
+      - {return: timeout, next: closed}
+  bought: {terminal: bought}
+  closed: {terminal: closed}
+`
+
+func TestRestartRelinksChildrenToTheirParents(t *testing.T) {
+	s := newSite(t)
+	p, ds := policy.LoadYAML("shop.yaml", []byte(shop))
+	require.False(t, ds.HasErrors())
+	s.extra = []*policy.Policy{p}
+	buyer := s.start("alice", script{"shop:start": {Choice: "ask"}, "fipa-request:start": {Choice: "request"}})
+	// bob opens the shop, then dies with the child's request undecided.
+	bob := s.start("bob", script{"asked": {Choice: "open", Content: map[string]any{"holds": true}}}, holdAll)
+	conv, err := buyer.Start(context.Background(), agent.StartRequest{Policy: "shop", Role: "Buyer", Peers: map[string][]string{"Seller": {"bob"}}})
+	require.NoError(t, err)
+	s.settle()
+	child, err := bob.Status(context.Background(), conv+"/fipa-request#1")
+	require.NoError(t, err)
+	require.Equal(t, "requested", child.States[""])
+
+	s.restart(bob, performer)
+	buyer = s.restart(buyer, script{"shop:start": {Choice: "ask"}, "fipa-request:start": {Choice: "request"}})
+	s.settle()
+	outcome, err := buyer.Wait(context.Background(), conv)
+	require.NoError(t, err)
+	assert.Equal(t, "bought", outcome, "the child's end reached the parent after the restart")
+}
+
+func TestRestartReportsAChangedPolicy(t *testing.T) {
+	s := newSite(t)
+	alice := s.start("alice", initiator)
+	s.start("bob", nil, holdAll)
+	conv := request(t, alice)
+	s.settle()
+	s.stop(alice)
+
+	// alice comes back with a fipa-request whose reply timer changed.
+	src, err := policies.FS().Open("fipa-request.yaml")
+	require.NoError(t, err)
+	var b strings.Builder
+	buf := make([]byte, 1<<16)
+	n, _ := src.Read(buf)
+	b.Write(buf[:n])
+	changed, ds := policy.LoadYAML("fipa-request.yaml", []byte(strings.Replace(b.String(), "default: 30s", "default: 45s", 1)))
+	require.False(t, ds.HasErrors(), "%v", ds)
+	st, err := bolt.Open(filepath.Join(s.dir, "alice.db"))
+	require.NoError(t, err)
+	defer st.Close()
+	m, err := agent.NewManager("alice", agent.WithStore(st), agent.WithClock(s.clock), agent.WithLogger(nil))
+	require.NoError(t, err)
+	defer m.Close(context.Background())
+	require.NoError(t, m.Register(changed))
+	err = m.Resume(context.Background())
+	require.ErrorIs(t, err, agent.ErrFingerprint)
+	assert.Contains(t, err.Error(), conv)
+	orig, _ := policies.Load("fipa-request")
+	assert.Contains(t, err.Error(), orig.Fingerprint())
+	assert.Contains(t, err.Error(), changed.Fingerprint())
+	stored, err := st.Load()
+	require.NoError(t, err)
+	assert.Len(t, stored.Conversations, 1, "not dropped from the store")
+}
+
+func TestAMessageDeliveredAgainIsAppliedOnce(t *testing.T) {
+	s := newSite(t)
+	s.start("alice", nil) // alice only listens here
+	bob := s.start("bob", nil, holdAll)
+	req := &forms.Message{Performative: "request", Sender: "alice", Receivers: []string{"bob"}, ConversationID: "c1",
+		Protocol: "fipa-request", ReplyWith: "c1/alice#1", Content: map[string]any{"action": "paint"}}
+	var acks sync.WaitGroup
+	acks.Add(2)
+	require.NoError(t, bob.DeliverAcked("alice", req, acks.Done))
+	s.settle()
+	bob = s.restart(bob, nil, holdAll)
+	// alice did not hear bob's acknowledgement before she died: she sends
+	// the request again.
+	require.NoError(t, bob.DeliverAcked("alice", req, acks.Done))
+	s.settle()
+	acks.Wait()
+	assert.Empty(t, s.codes, "no duplicate reported: the repeat is dropped")
+	st, err := bob.Status(context.Background(), "c1")
+	require.NoError(t, err)
+	assert.Equal(t, "requested", st.States[""])
+}
+
+func TestResumeWithoutAStoreIsAnError(t *testing.T) {
+	m, err := agent.NewManager("a", agent.WithLogger(nil))
+	require.NoError(t, err)
+	defer m.Close(context.Background())
+	assert.Error(t, m.Resume(context.Background()))
+	assert.False(t, errors.Is(m.Resume(context.Background()), agent.ErrClosed))
+}
