@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,18 +16,19 @@ import (
 	"github.com/parleyhq/parley/policies"
 )
 
-// patient is the decision timeout of the library's agents. The manager
-// keeps a decision's timeout running after its decider answers
-// decision.ErrNoDecision, and aborts the conversation when it fires,
-// although the point is meant to stay open with the policy's timers
-// bounding the wait; these tests leave such points open (a subscriber
-// that may cancel) while the fake clock moves on by minutes.
+// patient is the decision timeout and the retention of the library's
+// agents. The manager keeps a decision's timeout running after its
+// decider answers decision.ErrNoDecision, and aborts the conversation
+// when it fires, although the point is meant to stay open with the
+// policy's timers bounding the wait; these tests leave such points open
+// (a subscriber that may cancel) while the fake clock moves on by
+// minutes, and look at conversations after it has.
 const patient = 24 * time.Hour
 
 // library is an agent of the world that also speaks the named shipped
 // policies of the protocol library.
 func (w *world) library(name string, d decision.Decider, names []string, opts ...agent.Option) *agent.Manager {
-	opts = append([]agent.Option{agent.WithLimits(agent.Limits{DecisionTimeout: patient})}, opts...)
+	opts = append([]agent.Option{agent.WithLimits(agent.Limits{DecisionTimeout: patient}), agent.WithRetention(patient)}, opts...)
 	m := w.agent(name, d, opts...)
 	for _, n := range names {
 		p, err := policies.Load(n)
@@ -470,4 +472,149 @@ func TestLibraryBrokering(t *testing.T) {
 			}
 		})
 	}
+}
+
+// auctionBidder bids the called price while it is at most max, and
+// pays when it wins.
+func auctionBidder(max float64) decision.Decider {
+	return decision.Func(func(_ context.Context, req *decision.Request) (decision.Answer, error) {
+		switch req.Policy + ":" + req.Point {
+		case "english-auction:called", "dutch-auction:called":
+			price, _ := req.Content["price"].(float64)
+			if req.Vars["leading"] == true || price > max {
+				return decision.Answer{}, decision.ErrNoDecision // silence: no bid this round
+			}
+			return decision.Answer{Choice: "propose", Content: map[string]any{"amount": price}}, nil
+		case "fipa-request:requested":
+			return decision.Answer{Choice: "agree"}, nil
+		case "fipa-request:agreed":
+			return decision.Answer{Choice: "inform-done", Content: map[string]any{"done": true}}, nil
+		}
+		return decision.Answer{}, decision.ErrNoDecision
+	})
+}
+
+func TestLibraryEnglishAuction(t *testing.T) {
+	const name = "english-auction"
+	w := newWorld(t)
+	// The auctioneer accepts the highest bid of a round (the first in
+	// session order on a tie) and calls again 10 higher; a round without
+	// a bid ends the auction. Round k closes at mt0 + k×10s.
+	var (
+		mu           sync.Mutex
+		leader       string
+		best, called float64
+		round        int
+	)
+	call := func() decision.SessionAnswer {
+		return decision.SessionAnswer{Choice: "cfp", Content: map[string]any{"price": called}, ReplyBy: mt0.Add(time.Duration(round) * 10 * time.Second)}
+	}
+	closeRound := func(req *decision.Request) decision.Answer {
+		mu.Lock()
+		defer mu.Unlock()
+		top := ""
+		for _, s := range req.Sessions {
+			if amount, ok := s.Content["amount"].(float64); ok && slices.Contains(s.Choices, "accept-proposal") && (top == "" || amount > best) {
+				top, best = s.Peer, amount
+			}
+		}
+		if top != "" {
+			leader, called = top, best+10
+			round++
+		}
+		a := decision.Answer{Sessions: map[string]decision.SessionAnswer{}}
+		for _, s := range req.Sessions {
+			switch {
+			case s.Peer == top:
+				a.Sessions[s.Peer] = decision.SessionAnswer{Choice: "accept-proposal"}
+			case slices.Contains(s.Choices, "accept-proposal"):
+				a.Sessions[s.Peer] = decision.SessionAnswer{Choice: "reject-proposal", Content: map[string]any{"reason": "outbid"}}
+			case top != "":
+				a.Sessions[s.Peer] = call()
+			case s.Peer == leader:
+				a.Sessions[s.Peer] = decision.SessionAnswer{Choice: "inform-won", Content: map[string]any{"winner": true, "price": best}}
+			default:
+				a.Sessions[s.Peer] = decision.SessionAnswer{Choice: "inform-end", Content: map[string]any{"winner": false, "price": best}}
+			}
+		}
+		return a
+	}
+	house := decision.Func(func(_ context.Context, req *decision.Request) (decision.Answer, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch req.Policy + ":" + req.Point {
+		case "english-auction:start":
+			return decision.Answer{Choice: "inform-start", Content: map[string]any{"item": "a carriage clock", "price": 100}}, nil
+		case "english-auction:opened":
+			called, round = 100, 1
+			a := decision.Answer{Sessions: map[string]decision.SessionAnswer{}}
+			for _, s := range req.Sessions {
+				a.Sessions[s.Peer] = call()
+			}
+			return a, nil
+		case "english-auction:leading", "english-auction:outbid":
+			a := call()
+			return decision.Answer{Choice: a.Choice, Content: a.Content, ReplyBy: a.ReplyBy}, nil
+		case "fipa-request:start":
+			return decision.Answer{Choice: "request", Content: map[string]any{"action": "pay", "amount": best}}, nil
+		}
+		return decision.Answer{}, decision.ErrNoDecision // a round's end: the test answers it, below
+	})
+	joins := make(chan agent.DecisionRequest, 1)
+	names := []string{name}
+	agents := map[string]*agent.Manager{
+		"house": w.library("house", house, names, agent.WithAsyncDecisions(func(r agent.DecisionRequest) {
+			if r.Request.Sessions != nil {
+				joins <- r
+			}
+		})),
+		"b1": w.library("b1", auctionBidder(120), names),
+		"b2": w.library("b2", auctionBidder(150), names),
+		"b3": w.library("b3", auctionBidder(90), names),
+	}
+	conv, err := agents["house"].Start(context.Background(), agent.StartRequest{Policy: name, Role: "Auctioneer", Peers: map[string][]string{"Bidder": {"b1", "b2", "b3"}}})
+	require.NoError(t, err)
+	w.settle()
+	closeRounds(t, w, agents["house"], conv, joins, closeRound)
+	assert.Equal(t, map[string]string{"house": "lost=2,sold=1", "b1": "lost", "b2": "sold", "b3": "lost"}, outcomes(t, conv, agents))
+	assert.Empty(t, w.rec.codes())
+	mu.Lock()
+	defer mu.Unlock()
+	// 100: b1 and b2 bid, b1 leads (first on a tie); 110: b2; 120: b1;
+	// 130: b2; 140: nobody.
+	assert.Equal(t, 5, round)
+	assert.Equal(t, "b2", leader)
+	assert.Equal(t, 130.0, best)
+	child, err := agents["b2"].Status(context.Background(), conv+"/fipa-request#1")
+	require.NoError(t, err)
+	assert.Equal(t, "done", child.Outcome, "the winner paid")
+}
+
+// closeRounds moves the clock to the end of each auction round in turn,
+// mt0 + k×10s, until conv has ended at m, and answers each round's join
+// decision (handed over on joins) with decide once every agent has
+// settled. The auctioneer thus calls again only after every Bidder's own
+// timer has closed the round: a worker takes an inbound message before a
+// timer tick that is already due, so a call that overtakes the tick
+// finds the Bidder still in the old round (PE001). Each step lands on a
+// deadline, since a single large Advance can arm a worker's next alarm
+// late (see advance).
+func closeRounds(t *testing.T, w *world, m *agent.Manager, conv string, joins <-chan agent.DecisionRequest, decide func(*decision.Request) decision.Answer) {
+	t.Helper()
+	for k := 1; k <= 20; k++ {
+		st, err := m.Status(context.Background(), conv)
+		require.NoError(t, err)
+		if st.Done {
+			return
+		}
+		w.clock.Set(mt0.Add(time.Duration(k) * 10 * time.Second))
+		w.settle()
+		select {
+		case r := <-joins:
+			require.NoError(t, m.Answer(r.Conversation, r.Ticket, decide(&r.Request)))
+			w.settle()
+		default:
+		}
+	}
+	require.FailNow(t, "the auction did not end in 20 rounds")
 }

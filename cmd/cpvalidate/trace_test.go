@@ -71,6 +71,8 @@ var traceCases = []struct {
 	// run child policies): either side may speak first, so bind one.
 	{name: "brokered-exchange-relay", bind: []string{"-bind", "Initiator=client"}, code: exitOK},
 	{name: "brokered-exchange-after-done", bind: []string{"-bind", "Initiator=client"}, code: exitErrors},
+	{name: "english-auction-sold", code: exitOK}, // unfinished: the winner's fipa-request is a child policy
+	{name: "english-auction-low-bid", code: exitErrors},
 }
 
 // tracePolicyFor names the shipped policy a trace file is checked
