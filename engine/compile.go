@@ -109,6 +109,9 @@ func unresolvedChildren(p *policy.Policy) policy.Diagnostics {
 // the expression's position.
 func exprDiagnostic(e *policy.Expr, err error) policy.Diagnostic {
 	d := policy.Diagnostic{Severity: policy.SeverityError, Code: policy.CodeExprType, Pos: e.Pos, Message: err.Error()}
+	if errors.Is(err, policy.ErrExprLimit) {
+		d.Code = policy.CodeLimit
+	}
 	if ee, ok := errors.AsType[*decision.EvalError](err); ok {
 		d.Pos, d.Message = ee.Pos(), ee.Message()
 	}
