@@ -500,6 +500,11 @@ func TestLoadXML(t *testing.T) {
 			want: []string{`test.xml:10:29: error: <guard> cannot hold elements such as <b>; write markup in expressions and docs as &lt; or in CDATA [CP002]`},
 		},
 		{
+			name: "a guard given twice: the second used to replace the first silently",
+			src:  strings.Replace(minimalXML, `<guard>content.amount &gt; 0</guard>`, `<guard>content.amount &gt; 0</guard><guard>true</guard>`, 1),
+			want: []string{`test.xml:10:43: error: <guard> is given twice in <send-message> [CP005]`},
+		},
+		{
 			name: "a doc given twice",
 			src:  strings.Replace(minimalXML, `<role name="B"/>`, `<role name="B"><doc>b</doc><doc>again</doc></role>`, 1),
 			want: []string{`test.xml:4:30: error: <doc> is given twice in <role> [CP005]`},

@@ -298,7 +298,7 @@ func (l *xmlLoader) durationAttr(e *etree.Element, attrs map[string]string, name
 
 // singleTags are the child elements that may appear at most once in
 // their parent.
-var singleTags = []string{"doc", "match", "decide", "child"}
+var singleTags = []string{"doc", "match", "decide", "child", "guard"}
 
 // children dispatches e's child elements by tag, reporting unknown ones,
 // repeated ones that may appear once, and stray text.
