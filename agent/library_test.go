@@ -618,3 +618,96 @@ func closeRounds(t *testing.T, w *world, m *agent.Manager, conv string, joins <-
 	}
 	require.FailNow(t, "the auction did not end in 20 rounds")
 }
+
+func TestLibraryDutchAuction(t *testing.T) {
+	const name = "dutch-auction"
+	w := newWorld(t)
+	// The market calls 200 and lowers the price by 20 each silent round,
+	// down to its reserve of 100; the first bid (in session order) of a
+	// round wins. Round k closes at mt0 + k×10s.
+	var (
+		mu     sync.Mutex
+		price  float64
+		round  int
+		winner string
+	)
+	call := func() decision.SessionAnswer {
+		return decision.SessionAnswer{Choice: "cfp", Content: map[string]any{"price": price}, ReplyBy: mt0.Add(time.Duration(round) * 10 * time.Second)}
+	}
+	closeRound := func(req *decision.Request) decision.Answer {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, s := range req.Sessions {
+			if winner == "" && slices.Contains(s.Choices, "accept-proposal") {
+				winner = s.Peer
+			}
+		}
+		if winner == "" && price > 100 {
+			price -= 20
+			round++
+		}
+		a := decision.Answer{Sessions: map[string]decision.SessionAnswer{}}
+		for _, s := range req.Sessions {
+			switch {
+			case s.Peer == winner:
+				a.Sessions[s.Peer] = decision.SessionAnswer{Choice: "accept-proposal"}
+			case slices.Contains(s.Choices, "accept-proposal"):
+				a.Sessions[s.Peer] = decision.SessionAnswer{Choice: "reject-proposal", Content: map[string]any{"reason": "taken"}}
+			case winner == "" && price >= 100:
+				a.Sessions[s.Peer] = call()
+			default:
+				a.Sessions[s.Peer] = decision.SessionAnswer{Choice: "inform-end", Content: map[string]any{"winner": false}}
+			}
+		}
+		return a
+	}
+	market := decision.Func(func(_ context.Context, req *decision.Request) (decision.Answer, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch req.Policy + ":" + req.Point {
+		case "dutch-auction:start":
+			return decision.Answer{Choice: "inform-start", Content: map[string]any{"item": "a crate of tulips", "price": 200}}, nil
+		case "dutch-auction:opened":
+			price, round = 200, 1
+			a := decision.Answer{Sessions: map[string]decision.SessionAnswer{}}
+			for _, s := range req.Sessions {
+				a.Sessions[s.Peer] = call()
+			}
+			return a, nil
+		case "dutch-auction:accepted":
+			return decision.Answer{Choice: "inform-won", Content: map[string]any{"winner": true, "price": price}}, nil
+		case "dutch-auction:rejected":
+			return decision.Answer{Choice: "inform-end", Content: map[string]any{"winner": false, "price": price}}, nil
+		case "fipa-request:start":
+			return decision.Answer{Choice: "request", Content: map[string]any{"action": "pay", "amount": price}}, nil
+		}
+		return decision.Answer{}, decision.ErrNoDecision // a round's end: the test answers it
+	})
+	joins := make(chan agent.DecisionRequest, 1)
+	names := []string{name}
+	agents := map[string]*agent.Manager{
+		"market": w.library("market", market, names, agent.WithAsyncDecisions(func(r agent.DecisionRequest) {
+			if r.Request.Sessions != nil {
+				joins <- r
+			}
+		})),
+		"b1": w.library("b1", auctionBidder(120), names),
+		"b2": w.library("b2", auctionBidder(150), names),
+		"b3": w.library("b3", auctionBidder(140), names),
+	}
+	conv, err := agents["market"].Start(context.Background(), agent.StartRequest{Policy: name, Role: "Auctioneer", Peers: map[string][]string{"Bidder": {"b1", "b2", "b3"}}})
+	require.NoError(t, err)
+	w.settle()
+	closeRounds(t, w, agents["market"], conv, joins, closeRound)
+	// 200, 180, 160: silence; 140: b2 and b3 bid, b2 is first.
+	assert.Equal(t, map[string]string{"market": "lost=2,sold=1", "b1": "lost", "b2": "sold", "b3": "lost"}, outcomes(t, conv, agents))
+	assert.Empty(t, w.rec.codes())
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, 4, round)
+	assert.Equal(t, 140.0, price)
+	assert.Equal(t, "b2", winner)
+	child, err := agents["b2"].Status(context.Background(), conv+"/fipa-request#1")
+	require.NoError(t, err)
+	assert.Equal(t, "done", child.Outcome, "the winner paid")
+}

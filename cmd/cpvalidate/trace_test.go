@@ -73,6 +73,8 @@ var traceCases = []struct {
 	{name: "brokered-exchange-after-done", bind: []string{"-bind", "Initiator=client"}, code: exitErrors},
 	{name: "english-auction-sold", code: exitOK}, // unfinished: the winner's fipa-request is a child policy
 	{name: "english-auction-low-bid", code: exitErrors},
+	{name: "dutch-auction-sold", code: exitOK}, // unfinished: the winner's fipa-request is a child policy
+	{name: "dutch-auction-rising-call", code: exitErrors},
 }
 
 // tracePolicyFor names the shipped policy a trace file is checked
