@@ -711,3 +711,118 @@ func TestLibraryDutchAuction(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "done", child.Outcome, "the winner paid")
 }
+
+func TestLibraryContractNetNegotiation(t *testing.T) {
+	const name = "contract-net-negotiation"
+	// A supplier opens at its list price and answers a counter-offer with
+	// the countered price or its floor, whichever is higher.
+	supplier := func(list, floor float64, takes bool) decision.Decider {
+		return decision.Func(func(_ context.Context, req *decision.Request) (decision.Answer, error) {
+			switch req.Point {
+			case "solicited":
+				return decision.Answer{Choice: "propose", Content: map[string]any{"price": list}}, nil
+			case "countered":
+				offered, _ := req.Content["price"].(float64)
+				return decision.Answer{Choice: "propose", Content: map[string]any{"price": max(offered, floor)}}, nil
+			case "awarded":
+				if !takes {
+					return decision.Answer{Choice: "disconfirm", Content: map[string]any{"reason": "no trucks left"}}, nil
+				}
+				return decision.Answer{Choice: "confirm"}, nil
+			case "confirmed":
+				return decision.Answer{Choice: "inform-result", Content: map[string]any{"result": "10 t delivered"}}, nil
+			}
+			return decision.Answer{}, decision.ErrNoDecision
+		})
+	}
+	// The mill awards the cheapest proposal within its budget of 460 and
+	// rejects the rest; while none is, it counters every proposal at its
+	// budget, as often as the policy lets it, then rejects.
+	var (
+		mu       sync.Mutex
+		counters int
+	)
+	mill := decision.Func(func(_ context.Context, req *decision.Request) (decision.Answer, error) {
+		switch req.Point {
+		case "start":
+			return decision.Answer{Choice: "cfp", Content: map[string]any{"task": "deliver 10 t of wheat"}, ReplyBy: mt0.Add(10 * time.Second)}, nil
+		case "proposed":
+			best, lowest := "", 460.0
+			for _, s := range req.Sessions {
+				if p, _ := s.Content["price"].(float64); p <= lowest {
+					best, lowest = s.Peer, p
+				}
+			}
+			a := decision.Answer{Sessions: map[string]decision.SessionAnswer{}}
+			for _, s := range req.Sessions {
+				switch {
+				case s.Peer == best:
+					a.Sessions[s.Peer] = decision.SessionAnswer{Choice: "accept-proposal", Content: map[string]any{"due": mt0.Add(time.Hour)}}
+				case best == "" && slices.Contains(s.Choices, "counter"):
+					mu.Lock()
+					counters++
+					mu.Unlock()
+					a.Sessions[s.Peer] = decision.SessionAnswer{Choice: "counter", Content: map[string]any{"price": 460}}
+				default:
+					a.Sessions[s.Peer] = decision.SessionAnswer{Choice: "reject-proposal", Content: map[string]any{"reason": "over budget"}}
+				}
+			}
+			return a, nil
+		}
+		return decision.Answer{}, decision.ErrNoDecision
+	})
+	tests := []struct {
+		name      string
+		suppliers map[string]decision.Decider
+		outcomes  map[string]string
+		counters  int
+		commits   []string
+	}{
+		{
+			name:      "a counter-offer brings one supplier within budget",
+			suppliers: map[string]decision.Decider{"s1": supplier(500, 450, true), "s2": supplier(560, 540, true)},
+			outcomes:  map[string]string{"mill": "rejected=1,result=1", "s1": "result", "s2": "rejected"},
+			counters:  2, commits: []string{"mill proposal discharged", "mill task discharged"},
+		},
+		{
+			name:      "three counter-offers at most",
+			suppliers: map[string]decision.Decider{"s2": supplier(560, 540, true)},
+			outcomes:  map[string]string{"mill": "rejected=1", "s2": "rejected"},
+			counters:  3, commits: []string{"mill proposal released"},
+		},
+		{
+			name:      "the award disconfirmed",
+			suppliers: map[string]decision.Decider{"s1": supplier(450, 450, false)},
+			outcomes:  map[string]string{"mill": "declined=1", "s1": "declined"},
+			commits:   []string{"mill proposal violated"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			mu.Lock()
+			counters = 0
+			mu.Unlock()
+			w := newWorld(t)
+			agents := map[string]*agent.Manager{"mill": w.library("mill", mill, []string{name})}
+			var peers []string
+			for n, d := range tt.suppliers {
+				agents[n] = w.library(n, d, []string{name})
+				peers = append(peers, n)
+			}
+			slices.Sort(peers)
+			conv, err := agents["mill"].Start(context.Background(), agent.StartRequest{Policy: name, Role: "Initiator", Peers: map[string][]string{"Participant": peers}})
+			require.NoError(t, err)
+			w.settle()
+			assert.Equal(t, tt.outcomes, outcomes(t, conv, agents))
+			assert.Empty(t, w.rec.codes())
+			mu.Lock()
+			assert.Equal(t, tt.counters, counters)
+			mu.Unlock()
+			w.rec.mu.Lock()
+			defer w.rec.mu.Unlock()
+			for _, c := range tt.commits {
+				assert.Contains(t, w.rec.commits, c)
+			}
+		})
+	}
+}

@@ -75,6 +75,8 @@ var traceCases = []struct {
 	{name: "english-auction-low-bid", code: exitErrors},
 	{name: "dutch-auction-sold", code: exitOK}, // unfinished: the winner's fipa-request is a child policy
 	{name: "dutch-auction-rising-call", code: exitErrors},
+	{name: "contract-net-negotiation-counter", code: exitOK},
+	{name: "contract-net-negotiation-fourth-counter", code: exitErrors},
 }
 
 // tracePolicyFor names the shipped policy a trace file is checked
