@@ -20,16 +20,25 @@ Usage:
   cpvalidate graph [-format mermaid|dot] [-role ROLE] FILE
 
 Edges are labelled with what moves the conversation on:
-  Initiator→Participant: request   a send-message transition
+  Initiator→Participant: request   a send-message transition ("Initiator:
+                                   request" when the policy has two roles)
   timeout reply                    an on-timeout transition
   child done                       a child-return transition
-Terminal states lead to the end ([*] in Mermaid, a double circle in dot);
-join states and states that run a child policy are marked.
+Transitions between the same two states share an edge, one label a line.
+Each state says how it ends ("end", or "ends: OUTCOME" when the outcome
+is not its name), that it is a join, the child policy it runs and the
+timers it arms, with when they fire. Terminal states have a heavy (dot:
+double) border and joins a dashed (dot: bold) one. The commitments, who
+owes whom and the messages and timers that drive them, are a note beside
+the initial state (dot: lines of the title). Mermaid diagrams run left to
+right, with the title and spacing in their front matter, so that their
+labels do not overlap.
 
 With -role, the diagram is the policy as that role sees it (its
 projection): "!request to Participant" is a message it sends,
-"?agree from Participant" one it receives. The policy must pass the
-static checks first (child policies are not resolved).
+"?agree from Participant" one it receives (just "!request" and "?agree"
+when the policy has two roles). The policy must pass the static checks
+first (child policies are not resolved).
 `,
 	exitCodes: `  0  the diagram was written
   1  the policy has errors (printed to stderr)

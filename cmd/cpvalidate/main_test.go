@@ -491,16 +491,16 @@ func TestGraphRefusesBrokenPolicy(t *testing.T) {
 func TestGraphChildAndJoinStates(t *testing.T) {
 	code, stdout, stderr := runCLI(t, "graph", "testdata/family/purchase.yaml")
 	require.Equal(t, exitOK, code, stderr)
-	assert.Contains(t, stdout, "    note right of s_start : runs child policy haggle\n")
+	assert.Contains(t, stdout, "    s_start : runs child policy haggle\n")
 	assert.Contains(t, stdout, "    s_start --> s_ordering : child agreed\n")
 
 	code, stdout, stderr = runCLI(t, "graph", "-format", "dot", "testdata/family/purchase.yaml")
 	require.Equal(t, exitOK, code, stderr)
-	assert.Contains(t, stdout, `  "start" [shape=box, style=rounded, label="start\n(child haggle)"];`)
+	assert.Contains(t, stdout, `  "start" [shape=box, style=rounded, label="start\nruns child policy haggle"];`)
 
 	code, stdout, stderr = runCLI(t, "graph", "-format", "dot", "-role", "Seller", "testdata/family/purchase.yaml")
 	require.Equal(t, exitOK, code, stderr)
-	assert.Contains(t, stdout, `"thanking" -> "done" [label="?thanks from Buyer"];`)
+	assert.Contains(t, stdout, `"thanking" -> "done" [label="?thanks\ntimeout wait"];`)
 }
 
 // TestDotOutputParses runs Graphviz on the dot output when it is

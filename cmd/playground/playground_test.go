@@ -78,24 +78,7 @@ func TestExportWritesAStaticSite(t *testing.T) {
 // types a broken policy, sees the diagnostic at its line, fixes it, and
 // sees the diagram; then a role's projection and a trace's findings.
 func TestPlaygroundInChromium(t *testing.T) {
-	chrome, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Skip("chromium is not installed (Debian: apt-get install chromium; .ci/run installs it)")
-	}
-	s := testSite(t)
-	require.NotEmpty(t, s.mermaid, "mermaid is not installed: run npm install --prefix cmd/playground --no-save --no-package-lock mermaid@11.14.0 (see docs/playground.md)")
-	srv := httptest.NewServer(s)
-	defer srv.Close()
-
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chrome), chromedp.NoSandbox,
-		chromedp.Flag("disable-dev-shm-usage", true), chromedp.WindowSize(1400, 1000))
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
-	browser, cancelBrowser := chromedp.NewContext(allocCtx)
-	defer cancelBrowser()
-	// The first call starts the browser, and lives as long as it: no
-	// timeout on it. The steps below each have one.
-	require.NoError(t, chromedp.Do(browser, chromedp.Navigate(srv.URL)))
+	browser := startBrowser(t)
 	step := func(t *testing.T, steps ...chromedp.Action[chromedp.Void]) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(browser, time.Minute)
@@ -150,7 +133,7 @@ func TestPlaygroundInChromium(t *testing.T) {
 	t.Run("a role's projection", func(t *testing.T) {
 		chooseRole(t, "Buyer")
 		assert.Contains(t, get(t, chromedp.TextContent(css("#mermaid-text"))), "order v1, as Buyer")
-		assert.Contains(t, get(t, chromedp.OuterHTML(css(`#diagram svg`))), "!order to Seller")
+		assert.Contains(t, get(t, chromedp.OuterHTML(css(`#diagram svg`))), "!order")
 	})
 
 	t.Run("the findings for a pasted trace", func(t *testing.T) {
@@ -169,15 +152,41 @@ func TestPlaygroundInChromium(t *testing.T) {
 	})
 
 	if *screenshot != "" {
-		// The page as docs/playground.png shows it: a diagnostic inline,
-		// the last diagram, a trace's findings.
-		step(t, chromedp.Click(css(`#diagnostics li.error`)))
+		// The page as docs/playground.png shows it: a warning inline,
+		// the diagram, a trace's findings.
+		step(t, setValue("#src", fixed+"  cancelled: {terminal: cancelled}\n"), chromedp.WaitVisible(css(`#diagnostics li.warning`)),
+			chromedp.WaitVisible(css(`#diagram[data-state="drawn"] svg`)), chromedp.Click(css(`#diagnostics li.warning`)))
 		ctx, cancel := context.WithTimeout(browser, time.Minute)
 		defer cancel()
 		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(*screenshot, png, 0o644))
 	}
+}
+
+// startBrowser serves the site and opens it in headless Chromium,
+// skipping the test when Chromium is not installed. The context it
+// returns has started the browser; derive timeouts from it.
+func startBrowser(t *testing.T) context.Context {
+	t.Helper()
+	chrome, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Skip("chromium is not installed (Debian: apt-get install chromium; .ci/run installs it)")
+	}
+	s := testSite(t)
+	require.NotEmpty(t, s.mermaid, "mermaid is not installed: run npm install --prefix cmd/playground --no-save --no-package-lock mermaid@11.14.0 (see docs/playground.md)")
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chrome), chromedp.NoSandbox,
+		chromedp.Flag("disable-dev-shm-usage", true), chromedp.WindowSize(1400, 1000))
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancelAlloc)
+	browser, cancelBrowser := chromedp.NewContext(allocCtx)
+	t.Cleanup(cancelBrowser)
+	// The first call starts the browser, and lives as long as it: no
+	// timeout on it.
+	require.NoError(t, chromedp.Do(browser, chromedp.Navigate(srv.URL)))
+	return browser
 }
 
 // setValue sets the value of the element sel selects, as a paste does:

@@ -154,10 +154,26 @@ async function drawDiagram() {
     if (seq !== renderSeq) return; // a newer drawing is on its way
     box.innerHTML = svg;
     box.dataset.state = 'drawn';
+    fit();
   } catch (e) {
     if (seq !== renderSeq) return;
     box.innerHTML = `<p class="placeholder">mermaid could not draw it: ${escapeHTML(String(e.message || e))}</p>`;
     box.dataset.state = 'failed';
+  }
+}
+
+// fit draws the diagram to the width of its box, or at its own size
+// (mermaid gives it a width of 100% up to its own width).
+function fit() {
+  const svg = $('diagram').querySelector('svg');
+  if (!svg) return;
+  if (!svg.dataset.width) svg.dataset.width = svg.style.maxWidth;
+  if ($('fit').checked) {
+    svg.setAttribute('width', '100%');
+    svg.style.maxWidth = svg.dataset.width;
+  } else {
+    svg.setAttribute('width', parseFloat(svg.dataset.width));
+    svg.style.maxWidth = 'none';
   }
 }
 
@@ -229,6 +245,7 @@ function start() {
   src.addEventListener('input', () => { sel.value = ''; scheduleCheck(); });
   src.addEventListener('scroll', syncScroll);
   $('role').addEventListener('change', drawDiagram);
+  $('fit').addEventListener('change', fit);
   $('check-trace').addEventListener('click', checkTrace);
   sel.value = 'fipa-request';
   loadExample('fipa-request');
@@ -236,7 +253,7 @@ function start() {
 }
 
 if (typeof mermaid !== 'undefined') {
-  mermaid.initialize({ startOnLoad: false, theme: 'neutral', securityLevel: 'strict', stateDiagram: { useMaxWidth: false } });
+  mermaid.initialize({ startOnLoad: false, theme: 'neutral', securityLevel: 'strict' });
 }
 
 window.parleyReady = start;
