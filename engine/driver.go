@@ -120,13 +120,14 @@ func (k StepKind) String() string {
 
 // Step is one thing a Driver did, as its observer sees it. Agent and
 // Conversation name the handler that took the input or produced the
-// output. The outputs of Start come without an input step.
+// output. The outputs of Start and Abort come without an input step.
 type Step struct {
 	Kind         StepKind
 	Agent        string
 	Conversation string
 	// To is, for an unrouted message, the receiver the driver does not
-	// host.
+	// host, and for a message TakeInFlight returns, the receiver it has
+	// not reached yet.
 	To    string
 	Event Event
 }
@@ -147,10 +148,12 @@ type Step struct {
 // in the order they were raised, as soon as the call that raised them has
 // carried out its handler's outputs, before any message is delivered.
 //
-// Start, Process and Answer carry out the outputs of the input they feed
-// (timers, decisions, and the outputs of the decisions' answers) and
-// queue the messages sent; Settle delivers them, and AdvanceTo delivers
-// them and fires timers.
+// Start, Process, Answer and Abort carry out the outputs of the input
+// they feed (timers, decisions, and the outputs of the decisions'
+// answers) and queue the messages sent; Settle delivers them, and
+// AdvanceTo delivers them and fires timers. TakeInFlight takes them out
+// of flight instead, for the caller to deliver late, out of order, twice
+// or never.
 //
 // Limits: each call takes at most its step limit of steps (see
 // WithStepLimit). Messages in flight are bounded by the steps that sent
@@ -422,23 +425,62 @@ func (d *Driver) TakeUnrouted() []Step {
 	return out
 }
 
+// TakeInFlight returns the messages sent and not yet delivered and
+// removes them from flight: the caller may Process them later, in another
+// order, more than once or never, as a network that delays, reorders,
+// duplicates or drops messages would. There is one StepOutput step for
+// each receiver a message has not reached yet, in the order Settle would
+// have delivered them; Agent and Conversation name the sender's handler,
+// To the receiver (hosted or not), and Event is a *MessageEvent at the
+// time the message was sent, with a copy of the message of its own (the
+// content is shared): the caller's to keep and change. Deliver one with
+// Process(step.To, message.ConversationID, step.Event).
+//
+// The steps are at most the messages in flight times their receivers, so
+// bounded as the messages are. From the decider or observer TakeInFlight
+// takes nothing and returns nil.
+func (d *Driver) TakeInFlight() []Step {
+	if d.busy {
+		return nil
+	}
+	var out []Step
+	for i := d.head; i < len(d.flights); i++ {
+		f := &d.flights[i]
+		for _, to := range f.msg.Receivers[f.next:] {
+			m := f.msg
+			m.Receivers = slices.Clone(m.Receivers)
+			out = append(out, Step{Kind: StepOutput, Agent: f.from.Agent, Conversation: f.from.Conversation, To: to, Event: &MessageEvent{At: f.at, Message: &m}})
+		}
+	}
+	clear(d.flights)
+	d.flights, d.head = d.flights[:0], 0
+	return out
+}
+
 // Start starts agent's handler of conversation conv at the driver's time
 // and carries out its outputs.
 func (d *Driver) Start(agent, conv string) error {
-	ho, err := d.begin(agent, conv)
+	ho, err := d.beginDirect(agent, conv)
 	if err != nil {
 		return err
 	}
 	defer d.finish()
-	if err := d.spend(); err != nil {
+	return d.carryOut(ho, ho.h.Start(d.now, &d.q))
+}
+
+// Abort aborts agent's handler of conversation conv at the driver's time
+// with reason, as a host does that cannot carry out what the handler
+// asked for (see Handler.Abort), and carries out its outputs: the handler
+// is done, so the driver forgets its timers and pending decisions.
+// Messages in flight to it stay in flight, for it to refuse. Abort of a
+// handler that is done does nothing.
+func (d *Driver) Abort(agent, conv, reason string) error {
+	ho, err := d.beginDirect(agent, conv)
+	if err != nil {
 		return err
 	}
-	d.q.Reset()
-	if err := ho.h.Start(d.now, &d.q); err != nil {
-		return ho.fail(err)
-	}
-	d.dispatch(ho)
-	return d.decide()
+	defer d.finish()
+	return d.carryOut(ho, ho.h.Abort(d.now, reason, &d.q))
 }
 
 // Process feeds ev to agent's handler of conversation conv and carries
@@ -545,6 +587,30 @@ func (d *Driver) begin(agent, conv string) (*host, error) {
 	}
 	d.busy, d.steps = true, 0
 	return ho, nil
+}
+
+// beginDirect starts a call whose one input is a call of the handler
+// itself (Start, Abort), not an event: it takes the call's first step,
+// always within the limit, and empties the queue for the handler's
+// outputs.
+func (d *Driver) beginDirect(agent, conv string) (*host, error) {
+	ho, err := d.begin(agent, conv)
+	if err != nil {
+		return nil, err
+	}
+	d.steps = 1
+	d.q.Reset()
+	return ho, nil
+}
+
+// carryOut carries out the outputs that a direct call of ho's handler,
+// which returned err, put in the queue.
+func (d *Driver) carryOut(ho *host, err error) error {
+	if err != nil {
+		return ho.fail(err)
+	}
+	d.dispatch(ho)
+	return d.decide()
 }
 
 func (d *Driver) finish() { d.busy = false }

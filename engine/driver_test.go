@@ -37,8 +37,10 @@ type driven struct {
 	fired []string
 	// set are the latest TimerSets by "agent name[/session]".
 	set map[string]engine.TimerEvent
-	// outcomes are the CPDoneEvents' outcomes by agent.
+	// outcomes are the CPDoneEvents' outcomes by agent, and ended their
+	// times.
 	outcomes map[string]string
+	ended    map[string]time.Time
 	// steps renders every step.
 	steps []string
 }
@@ -77,7 +79,11 @@ func (r *driven) observe(s engine.Step) {
 			r.set[s.Agent+" "+timerKey(e.Name, e.Session)] = *e
 		}
 	case *engine.CPDoneEvent:
+		if r.ended == nil {
+			r.ended = map[string]time.Time{}
+		}
 		r.outcomes[s.Agent] = e.Outcome
+		r.ended[s.Agent] = e.At
 	}
 }
 
@@ -549,7 +555,7 @@ func TestDriverRefusesReentry(t *testing.T) {
 	var d *engine.Driver
 	var errs []error
 	d = engine.NewDriver(t0, engine.WithDecider(decision.Func(func(context.Context, *decision.Request) (decision.Answer, error) {
-		errs = append(errs, d.Settle(), d.AdvanceTo(t0), d.Start("alice", convID), d.Answer("alice", convID, 1, decision.Answer{}))
+		errs = append(errs, d.Settle(), d.AdvanceTo(t0), d.Start("alice", convID), d.Answer("alice", convID, 1, decision.Answer{}), d.Abort("alice", convID, "x"))
 		assert.False(t, d.Remove("alice", convID))
 		return decision.Answer{}, decision.ErrNoDecision
 	})))
@@ -557,7 +563,7 @@ func TestDriverRefusesReentry(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, d.Add(h))
 	require.NoError(t, d.Start("alice", convID))
-	require.Len(t, errs, 4)
+	require.Len(t, errs, 5)
 	for _, err := range errs {
 		assert.EqualError(t, err, "engine: the driver was called from its own decider or observer")
 	}
@@ -662,4 +668,158 @@ func TestDriverReportsChildPolicies(t *testing.T) {
 	require.NoError(t, d.Settle())
 	assert.Equal(t, "done", d.Handler("alice", convID).Outcome(""))
 	assert.Equal(t, "done", d.Handler("bob", convID).Outcome(""))
+}
+
+// TakeInFlight takes what is still to be delivered, one step per
+// receiver not reached yet, and leaves nothing in flight.
+func TestDriverTakeInFlight(t *testing.T) {
+	tests := []struct {
+		name string
+		// limit is the driver's step limit (0: the default).
+		limit int
+		// settle says Settle runs before TakeInFlight.
+		settle    bool
+		delivered []string
+		taken     []string
+	}{
+		{name: "nothing delivered yet", taken: []string{"bob", "carol", "dave"}},
+		{name: "a settle the step limit cut short", limit: 2, settle: true,
+			delivered: []string{"cfp alice->bob", "cfp alice->carol"}, taken: []string{"dave"}},
+		{name: "settled", settle: true, delivered: []string{"cfp alice->bob", "cfp alice->carol", "cfp alice->dave"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := drive(t, "fipa-contract-net", cast("fipa-contract-net"), nil, engine.WithStepLimit(tc.limit))
+			r.startAll(t)
+			cfp := r.Pending()[0]
+			require.NoError(t, r.Process("alice", convID, &engine.DecisionEvent{At: t0, Ticket: cfp.Ticket, Answer: decision.Answer{Choice: "cfp", Content: content{"task": "deliver"}}}))
+			require.Equal(t, 1, r.InFlight())
+			if tc.settle {
+				err := r.Settle()
+				if tc.limit > 0 {
+					require.ErrorIs(t, err, engine.ErrStepLimit)
+				} else {
+					require.NoError(t, err)
+				}
+			}
+			steps := r.TakeInFlight()
+			var taken []string
+			for _, s := range steps {
+				taken = append(taken, s.To)
+				assert.Equal(t, engine.StepOutput, s.Kind)
+				assert.Equal(t, "alice", s.Agent)
+				assert.Equal(t, convID, s.Conversation)
+				m, ok := s.Event.(*engine.MessageEvent)
+				require.True(t, ok, "%T", s.Event)
+				assert.Equal(t, t0, m.At, "sent at")
+				assert.Equal(t, "cfp", m.Message.Performative)
+				assert.Equal(t, []string{"bob", "carol", "dave"}, m.Message.Receivers)
+			}
+			assert.Equal(t, tc.taken, taken)
+			assert.Zero(t, r.InFlight())
+			assert.Empty(t, r.TakeInFlight(), "taken once")
+			require.NoError(t, r.Settle())
+			assert.Equal(t, tc.delivered, r.delivered, "taken messages are not delivered")
+		})
+	}
+}
+
+// Messages taken out of flight are the caller's: delivered late, twice or
+// never, each as a copy of its own.
+func TestDriverDeliversTakenMessagesAsTold(t *testing.T) {
+	r := drive(t, "fipa-contract-net", cast("fipa-contract-net"), map[string]script{
+		"alice": {"start": {Choice: "cfp", Content: content{"task": "deliver"}}},
+	})
+	r.startAll(t)
+	steps := r.TakeInFlight()
+	require.Len(t, steps, 3)
+	steps[0].Event.(*engine.MessageEvent).Message.Receivers[0] = "zoe"
+	assert.Equal(t, []string{"bob", "carol", "dave"}, steps[1].Event.(*engine.MessageEvent).Message.Receivers, "each step has its own message")
+
+	deliver := func(s engine.Step, at time.Duration) {
+		t.Helper()
+		m := s.Event.(*engine.MessageEvent)
+		m.At = t0.Add(at)
+		require.NoError(t, r.Process(s.To, m.Message.ConversationID, m))
+		require.NoError(t, r.Settle())
+	}
+	deliver(steps[2], 0)
+	before := len(r.steps)
+	deliver(steps[2], time.Second)
+	assert.Contains(t, strings.Join(r.steps[before:], "\n"), "error "+string(engine.CodeDuplicate), "dave got it twice")
+	deliver(steps[1], 10*time.Second)
+	assert.Equal(t, []string{"cfp alice->dave", "cfp alice->dave", "cfp alice->carol"}, r.delivered)
+	assert.Equal(t, "start", r.Handler("bob", convID).State(""), "bob's was dropped")
+	assert.Equal(t, "solicited", r.Handler("carol", convID).State(""))
+	assert.Equal(t, t0.Add(10*time.Second).Add(30*time.Second), r.set["carol proposals"].Deadline, "carol got hers late")
+}
+
+// TakeInFlight from the observer takes nothing: the delivery under way
+// goes on.
+func TestDriverTakeInFlightFromTheObserver(t *testing.T) {
+	var d *engine.Driver
+	var taken [][]engine.Step
+	delivered := 0
+	d = engine.NewDriver(t0,
+		engine.WithAgentDecider("alice", script{"start": {Choice: "cfp", Content: content{"task": "deliver"}}}),
+		engine.WithObserver(func(s engine.Step) {
+			if _, ok := s.Event.(*engine.MessageEvent); ok && s.Kind == engine.StepInput {
+				delivered++
+				taken = append(taken, d.TakeInFlight())
+			}
+		}))
+	for _, a := range cast("fipa-contract-net") {
+		h, err := program(t, "fipa-contract-net", a.role).NewHandler(convID, a.name, a.opts...)
+		require.NoError(t, err)
+		require.NoError(t, d.Add(h))
+		require.NoError(t, d.Start(a.name, convID))
+	}
+	require.NoError(t, d.Settle())
+	assert.Equal(t, 3, delivered)
+	assert.Equal(t, [][]engine.Step{nil, nil, nil}, taken)
+}
+
+// Abort ends a handler at the driver's time: its timers never fire, its
+// decisions are no longer pending, and what reaches it later is refused.
+func TestDriverAbort(t *testing.T) {
+	r := drive(t, "fipa-request", cast("fipa-request"), map[string]script{
+		"alice": {"start": {Choice: "request", Content: content{"action": "paint"}}},
+		"bob":   {"requested": {Choice: "agree"}},
+	})
+	r.startAll(t)
+	require.NoError(t, r.Settle())
+	require.Len(t, r.Pending(), 2, "alice may cancel, bob may report")
+	require.NoError(t, r.AdvanceTo(t0.Add(time.Minute)))
+	before := len(r.steps)
+	require.NoError(t, r.Abort("alice", convID, "the send of cancel failed"))
+	assert.Equal(t, []string{
+		"output alice/c1  timer cancel result",
+		"output alice/c1  timer cancel result commitment=perform",
+		"output alice/c1  commitment perform violated bob->alice (aborted)",
+		"output alice/c1  done aborted: the send of cancel failed",
+	}, r.steps[before:], "no input step")
+	assert.True(t, r.Handler("alice", convID).Aborted())
+	assert.Equal(t, "aborted", r.outcomes["alice"])
+	assert.Equal(t, t0.Add(time.Minute), r.ended["alice"], "at the driver's time")
+	pending := r.Pending()
+	require.Len(t, pending, 1)
+	assert.Equal(t, "bob", pending[0].Agent)
+
+	before = len(r.steps)
+	require.NoError(t, r.Abort("alice", convID, "again"))
+	assert.Len(t, r.steps, before, "a handler that is done")
+
+	require.NoError(t, r.Answer("bob", convID, pending[0].Ticket, decision.Answer{Choice: "inform-done"}))
+	require.NoError(t, r.Settle())
+	assert.Contains(t, r.steps[len(r.steps)-1], "error "+string(engine.CodeEnded))
+	require.NoError(t, r.AdvanceTo(t0.Add(time.Hour)))
+	assert.Empty(t, r.fired, "alice's timers were dropped, bob's cancelled")
+
+	assert.EqualError(t, r.Abort("zoe", convID, "x"), `engine: the driver hosts no agent "zoe" in conversation "c1"`)
+	h, err := program(t, "fipa-request", "Participant").NewHandler("c2", "bob")
+	require.NoError(t, err)
+	require.NoError(t, r.Add(h))
+	err = r.Abort("bob", "c2", "x")
+	require.ErrorIs(t, err, engine.ErrNotStarted)
+	assert.EqualError(t, err, `agent "bob", conversation "c2": engine: handler not started`)
 }

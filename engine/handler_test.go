@@ -221,7 +221,7 @@ func childEnds(name, outcome string, skew uint64) action {
 		c.t.Helper()
 		l, ok := c.loads[name]
 		require.True(c.t, ok, "%s loaded no child", name)
-		c.deliver(c.process(name, &engine.CPDoneEvent{At: c.now, Policy: l.Policy, Outcome: outcome, Session: l.Session, Epoch: l.Epoch + skew}))
+		c.process(name, &engine.CPDoneEvent{At: c.now, Policy: l.Policy, Outcome: outcome, Session: l.Session, Epoch: l.Epoch + skew})
 	}
 }
 

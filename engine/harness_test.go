@@ -20,11 +20,13 @@ import (
 	"github.com/parleyhq/parley/policies"
 )
 
-// The conversation harness: it compiles the shipped policies once, runs
-// one handler per agent and drives a conversation step by step, feeding
-// the messages one handler sends to the handlers of their receivers, and
-// renders every step's output events one per line so that a table can
-// pin them exactly.
+// The conversation harness: it compiles the shipped policies once, hosts
+// one handler per agent on an engine.Driver and drives a conversation
+// step by step: each action feeds one agent's handler an event at the
+// step's time and lets the driver deliver what it sends. The driver's
+// observer renders every output event one per line so that a table can
+// pin them exactly, and records the decisions raised and the timers set
+// for later actions to answer and fire.
 
 // t0 is when every harness conversation starts; rendered times are
 // offsets from it.
@@ -73,10 +75,15 @@ func cast(policyName string, opts ...engine.HandlerOption) []agent {
 	return []agent{{"alice", "Initiator", ini}, {"bob", "Participant", opts}}
 }
 
-// conv is a running harness conversation.
+// conv is a running harness conversation. Its time is its own: each step
+// feeds its events at the step's time, and timers fire only when a step
+// fires them, so the driver's clock moves only to start the conversation.
 type conv struct {
-	t        testing.TB
-	agents   []agent
+	t      testing.TB
+	agents []agent
+	d      *engine.Driver
+	// handlers are the agents' handlers, by name, as the driver hosts
+	// them.
 	handlers map[string]*engine.Handler
 	now      time.Time
 	// tickets records, per agent, the ticket of the latest decision
@@ -88,14 +95,13 @@ type conv struct {
 	timers map[string]map[string]engine.TimerEvent
 	// loads records, per agent, the latest LoadCPEvent.
 	loads map[string]engine.LoadCPEvent
-	// held are messages sent but not yet delivered; last are the
-	// messages the latest say sent.
-	held []*forms.Message
-	last []*forms.Message
+	// held are messages taken out of flight and not yet delivered; last
+	// are the messages the latest say sent, one step per receiver; sent
+	// collects the messages sent, for last.
+	held []engine.Step
+	last []engine.Step
+	sent []engine.Step
 	out  []string
-	q    engine.Queue
-	// deliverOff stops say from delivering what it sends.
-	deliverOff bool
 }
 
 // newConv runs shipped policy policyName between agents.
@@ -116,9 +122,11 @@ func newConvOf(tb testing.TB, progs map[string]*engine.Program, agents ...agent)
 		tickets: map[string]map[string]uint64{}, timers: map[string]map[string]engine.TimerEvent{},
 		loads: map[string]engine.LoadCPEvent{},
 	}
+	c.d = engine.NewDriver(t0, engine.WithObserver(c.observe))
 	for _, a := range agents {
 		h, err := progs[a.name].NewHandler(convID, a.name, a.opts...)
 		require.NoError(tb, err)
+		require.NoError(tb, c.d.Add(h))
 		c.handlers[a.name] = h
 		c.tickets[a.name] = map[string]uint64{}
 		c.timers[a.name] = map[string]engine.TimerEvent{}
@@ -169,45 +177,37 @@ func dedent(s string) string {
 	return strings.Join(lines, "\n")
 }
 
-// process feeds ev to agent's handler and records its output.
-func (c *conv) process(name string, ev engine.Event) []*forms.Message {
-	c.t.Helper()
-	h := c.handlers[name]
-	require.NotNil(c.t, h, "no agent %q", name)
-	c.q.Reset()
-	require.NoError(c.t, h.Process(ev, &c.q))
-	return c.collect(name)
-}
-
-// collect renders the queue's events as agent's output and returns
-// copies of the messages it asks to send.
-func (c *conv) collect(name string) []*forms.Message {
-	var sent []*forms.Message
-	for _, ev := range c.q.Events() {
-		c.out = append(c.out, name+": "+render(ev))
-		switch e := ev.(type) {
-		case *engine.DecisionEvent:
-			c.tickets[name][e.Request.Point] = e.Ticket
-			c.tickets[name][""] = e.Ticket
-			if e.Request.Peer != "" {
-				c.tickets[name][e.Request.Point+"/"+e.Request.Peer] = e.Ticket
-			}
-			if len(e.Request.Sessions) > 0 {
-				c.tickets[name]["join"] = e.Ticket
-			}
-		case *engine.TimerEvent:
-			if e.Op == engine.TimerSet {
-				c.timers[name][timerKeyOf(e)] = *e
-			}
-		case *engine.MessageEvent:
+// observe renders each output step as the output of its agent and records
+// the decisions, timers, child policies and messages it names.
+func (c *conv) observe(s engine.Step) {
+	if s.Kind != engine.StepOutput {
+		return
+	}
+	name := s.Agent
+	c.out = append(c.out, name+": "+render(s.Event))
+	switch e := s.Event.(type) {
+	case *engine.DecisionEvent:
+		c.tickets[name][e.Request.Point] = e.Ticket
+		c.tickets[name][""] = e.Ticket
+		if e.Request.Peer != "" {
+			c.tickets[name][e.Request.Point+"/"+e.Request.Peer] = e.Ticket
+		}
+		if len(e.Request.Sessions) > 0 {
+			c.tickets[name]["join"] = e.Ticket
+		}
+	case *engine.TimerEvent:
+		if e.Op == engine.TimerSet {
+			c.timers[name][timerKeyOf(e)] = *e
+		}
+	case *engine.MessageEvent:
+		for _, to := range e.Message.Receivers {
 			m := *e.Message
 			m.Receivers = slices.Clone(m.Receivers)
-			sent = append(sent, &m)
-		case *engine.LoadCPEvent:
-			c.loads[name] = *e
+			c.sent = append(c.sent, engine.Step{Kind: engine.StepOutput, Agent: name, Conversation: s.Conversation, To: to, Event: &engine.MessageEvent{At: e.At, Message: &m}})
 		}
+	case *engine.LoadCPEvent:
+		c.loads[name] = *e
 	}
-	return sent
 }
 
 func timerKey(name, session string) string {
@@ -228,24 +228,52 @@ func timerKeyOf(e *engine.TimerEvent) string {
 	return key
 }
 
-// deliver hands each message to the handlers of its receivers.
-func (c *conv) deliver(msgs []*forms.Message) {
-	for _, m := range msgs {
-		for _, r := range m.Receivers {
-			if _, ok := c.handlers[r]; ok {
-				c.process(r, &engine.MessageEvent{At: c.now, Message: m})
-			}
-		}
-	}
+// feed feeds ev to agent's handler; what it sends stays in flight.
+func (c *conv) feed(name string, ev engine.Event) {
+	c.t.Helper()
+	require.NoError(c.t, c.d.Process(name, convID, ev))
 }
 
-// start starts every agent's handler.
+// process feeds ev to agent's handler and delivers what it sends.
+func (c *conv) process(name string, ev engine.Event) {
+	c.t.Helper()
+	c.feed(name, ev)
+	c.settle()
+}
+
+// settle delivers the messages in flight.
+func (c *conv) settle() {
+	c.t.Helper()
+	require.NoError(c.t, c.d.Settle())
+	// What the driver cannot carry out is no output: messages to agents
+	// the conversation does not host, child policies (a table feeds their
+	// ends itself).
+	c.d.TakeUnrouted()
+}
+
+// deliver hands each message (a step as TakeInFlight returns it) to the
+// handler of its receiver, if hosted, at the step's time, as a network
+// that delivers it late or twice would.
+func (c *conv) deliver(msgs []engine.Step) {
+	c.t.Helper()
+	for _, s := range msgs {
+		m := s.Event.(*engine.MessageEvent).Message
+		if c.d.Handler(s.To, m.ConversationID) != nil {
+			c.feed(s.To, &engine.MessageEvent{At: c.now, Message: m})
+		}
+	}
+	c.settle()
+}
+
+// start starts every agent's handler at the step's time: the driver's
+// clock moves there first, which fires nothing, since no handler has set
+// a timer before it starts.
 func start() action {
 	return func(c *conv) {
+		c.t.Helper()
+		require.NoError(c.t, c.d.AdvanceTo(c.now))
 		for _, a := range c.agents {
-			c.q.Reset()
-			require.NoError(c.t, c.handlers[a.name].Start(c.now, &c.q))
-			c.collect(a.name)
+			require.NoError(c.t, c.d.Start(a.name, convID))
 		}
 	}
 }
@@ -261,17 +289,17 @@ func sayBy(name, choice string, content map[string]any, d time.Duration) action 
 	return answer(name, "", decision.Answer{Choice: choice, Content: content, ReplyBy: t0.Add(d)})
 }
 
-// hold is say without delivering: the message stays in flight until
-// deliverHeld.
+// hold is say without delivering: the messages are taken out of flight
+// and held until deliverHeld.
 func hold(name, choice string, content map[string]any) action {
 	return func(c *conv) {
-		c.deliverOff = true
-		say(name, choice, content)(c)
-		c.deliverOff = false
+		c.t.Helper()
+		c.answer(name, "", decision.Answer{Choice: choice, Content: content})
+		c.held = append(c.held, c.d.TakeInFlight()...)
 	}
 }
 
-// deliverHeld delivers the messages in flight.
+// deliverHeld delivers the messages held, at the step's time.
 func deliverHeld() action {
 	return func(c *conv) {
 		msgs := c.held
@@ -280,33 +308,38 @@ func deliverHeld() action {
 	}
 }
 
-// again delivers the messages the latest say sent once more, as a
-// network that duplicates them would.
+// again delivers the messages the latest say sent once more, at the
+// step's time, as a network that duplicates them would.
 func again() action {
 	return func(c *conv) { c.deliver(c.last) }
 }
 
 // answer answers agent's latest decision at point ("point" or
-// "point/peer"; "" for the latest of all) with a.
+// "point/peer"; "" for the latest of all) with a, and delivers what it
+// sends.
 func answer(name, point string, a decision.Answer) action {
 	return func(c *conv) {
 		c.t.Helper()
-		ticket, ok := c.tickets[name][point]
-		require.True(c.t, ok, "%s has no decision at %q", name, point)
-		msgs := c.process(name, &engine.DecisionEvent{At: c.now, Ticket: ticket, Answer: a})
-		c.last = msgs
-		if c.deliverOff {
-			c.held = append(c.held, msgs...)
-			return
-		}
-		c.deliver(msgs)
+		c.answer(name, point, a)
+		c.settle()
 	}
+}
+
+// answer feeds agent's latest decision at point the answer a and keeps
+// what it sends in flight, and as last.
+func (c *conv) answer(name, point string, a decision.Answer) {
+	c.t.Helper()
+	ticket, ok := c.tickets[name][point]
+	require.True(c.t, ok, "%s has no decision at %q", name, point)
+	c.sent = c.sent[:0]
+	c.feed(name, &engine.DecisionEvent{At: c.now, Ticket: ticket, Answer: a})
+	c.last = slices.Clone(c.sent)
 }
 
 // decideTicket answers with an explicit ticket.
 func decideTicket(name string, ticket uint64, choice string) action {
 	return func(c *conv) {
-		c.deliver(c.process(name, &engine.DecisionEvent{At: c.now, Ticket: ticket, Answer: decision.Answer{Choice: choice}}))
+		c.process(name, &engine.DecisionEvent{At: c.now, Ticket: ticket, Answer: decision.Answer{Choice: choice}})
 	}
 }
 
@@ -338,7 +371,7 @@ func fire(name, key string) action {
 		c.t.Helper()
 		set, ok := c.timers[name][key]
 		require.True(c.t, ok, "%s never set timer %q", name, key)
-		c.deliver(c.process(name, &engine.TimerEvent{At: c.now, Name: set.Name, Commitment: set.Commitment, Session: set.Session, Epoch: set.Epoch}))
+		c.process(name, &engine.TimerEvent{At: c.now, Name: set.Name, Commitment: set.Commitment, Session: set.Session, Epoch: set.Epoch})
 	}
 }
 
@@ -351,13 +384,14 @@ func fireEach(key string, names ...string) action {
 	}
 }
 
-// abort aborts agent's handler with reason, as its host would.
+// abort aborts agent's handler with reason, as its host would, at the
+// driver's time (the conversation's start: the tables render no time of
+// what Abort outputs).
 func abort(name, reason string) action {
 	return func(c *conv) {
 		c.t.Helper()
-		c.q.Reset()
-		require.NoError(c.t, c.handlers[name].Abort(c.now, reason, &c.q))
-		c.collect(name)
+		require.NoError(c.t, c.d.Abort(name, convID, reason))
+		c.settle()
 	}
 }
 
