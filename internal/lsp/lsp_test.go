@@ -1,11 +1,14 @@
 package lsp
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -205,4 +208,165 @@ func TestExitWithoutShutdown(t *testing.T) {
 	assert.ErrorIs(t, err, errNoShutdown)
 	assert.Contains(t, out.String(), `"name":"cpvalidate"`)
 	pw.Close()
+}
+
+// session runs Serve in-process and speaks to it through pipes.
+type session struct {
+	t   *testing.T
+	in  *io.PipeWriter
+	out *bufio.Reader
+	id  int
+}
+
+func newSession(t *testing.T, opts ...Option) *session {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- Serve(context.Background(), inR, outW, opts...) }()
+	t.Cleanup(func() {
+		inW.Close()
+		outR.Close()
+		<-done
+	})
+	s := &session{t: t, in: inW, out: bufio.NewReader(outR)}
+	s.request("initialize", map[string]any{"capabilities": map[string]any{}})
+	s.send(map[string]any{"jsonrpc": "2.0", "method": "initialized", "params": map[string]any{}})
+	return s
+}
+
+func (s *session) send(v any) {
+	s.t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(s.t, err)
+	_, err = fmt.Fprintf(s.in, "Content-Length: %d\r\n\r\n%s", len(b), b)
+	require.NoError(s.t, err)
+}
+
+// read returns the next message the server sends.
+func (s *session) read() map[string]json.RawMessage {
+	s.t.Helper()
+	n := -1
+	for {
+		line, err := s.out.ReadString('\n')
+		require.NoError(s.t, err)
+		line = strings.TrimSpace(line)
+		if line == "" {
+			break
+		}
+		if v, ok := strings.CutPrefix(line, "Content-Length: "); ok {
+			_, err := fmt.Sscan(v, &n)
+			require.NoError(s.t, err)
+		}
+	}
+	body := make([]byte, n)
+	_, err := io.ReadFull(s.out, body)
+	require.NoError(s.t, err)
+	var m map[string]json.RawMessage
+	require.NoError(s.t, json.Unmarshal(body, &m))
+	return m
+}
+
+func (s *session) request(method string, params any) {
+	s.t.Helper()
+	s.id++
+	s.send(map[string]any{"jsonrpc": "2.0", "id": s.id, "method": method, "params": params})
+	for {
+		if m := s.read(); m["id"] != nil {
+			return
+		}
+	}
+}
+
+// open opens a document and returns the codes of the diagnostics
+// published for it, skipping those published for others.
+func (s *session) open(uri, text string) []string {
+	s.t.Helper()
+	s.send(map[string]any{"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": map[string]any{
+		"textDocument": map[string]any{"uri": uri, "languageId": "yaml", "version": 1, "text": text}}})
+	return s.diagnostics(uri)
+}
+
+func (s *session) diagnostics(uri string) []string {
+	s.t.Helper()
+	for {
+		m := s.read()
+		var p struct {
+			URI         string `json:"uri"`
+			Diagnostics []struct {
+				Code string `json:"code"`
+			} `json:"diagnostics"`
+		}
+		if string(m["method"]) != `"textDocument/publishDiagnostics"` {
+			continue
+		}
+		require.NoError(s.t, json.Unmarshal(m["params"], &p))
+		if p.URI == uri {
+			codes := []string{}
+			for _, d := range p.Diagnostics {
+				codes = append(codes, d.Code)
+			}
+			return codes
+		}
+	}
+}
+
+const childPolicy = `policy: greet
+version: 1
+roles: [Caller, Callee]
+messages: {hello: inform}
+states:
+  start:
+    - {send: hello, from: Caller, to: Callee, next: greeted}
+  greeted: {terminal: greeted}
+`
+
+const parentPolicy = `policy: visit
+version: 1
+roles: [Guest, Host]
+states:
+  start:
+    child: {policy: greet, roles: {Caller: Guest, Callee: Host}}
+    on:
+      - {return: greeted, next: done}
+  done: {terminal: done}
+`
+
+func TestChildPoliciesResolveAmongOpenDocuments(t *testing.T) {
+	s := newSession(t)
+	assert.Equal(t, []string{"CP010"}, s.open("file:///p/visit.yaml", parentPolicy), "greet is neither open nor shipped")
+	// Opening the child checks the parent again, now resolved.
+	s.send(map[string]any{"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": map[string]any{
+		"textDocument": map[string]any{"uri": "file:///p/greet.yaml", "languageId": "yaml", "version": 1, "text": childPolicy}}})
+	assert.Empty(t, s.diagnostics("file:///p/greet.yaml"))
+	assert.Empty(t, s.diagnostics("file:///p/visit.yaml"))
+}
+
+// lockedBuffer is a log the server writes from its goroutine.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// Editors send $/cancelRequest and the like all the time; each was
+// logged as an unsupported method.
+func TestUnknownNotificationsAreIgnoredQuietly(t *testing.T) {
+	var log lockedBuffer
+	s := newSession(t, WithLog(&log))
+	s.send(map[string]any{"jsonrpc": "2.0", "method": "$/cancelRequest", "params": map[string]any{"id": 7}})
+	s.send(map[string]any{"jsonrpc": "2.0", "method": "workspace/didChangeConfiguration", "params": map[string]any{"settings": nil}})
+	assert.Empty(t, s.open("file:///p/greet.yaml", childPolicy), "the session goes on")
+	assert.Empty(t, log.String())
 }

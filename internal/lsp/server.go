@@ -89,6 +89,11 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, opts ...Option) err
 			return nil, c.Close()
 		}
 		switch {
+		case !validMethod && req.Notif:
+			// A notification the server has no use for ($/cancelRequest,
+			// workspace/didChangeConfiguration...): the protocol says to
+			// ignore it.
+			return nil, nil
 		case !validMethod:
 			return nil, &jsonrpc2.Error{Code: jsonrpc2.CodeMethodNotFound, Message: "method not supported: " + policy.Clip(req.Method)}
 		case !validParams:
