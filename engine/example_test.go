@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"slices"
@@ -16,28 +17,46 @@ import (
 // show prints the events an agent's handler produced, one a line.
 func show(q *engine.Queue) {
 	for _, ev := range q.Events() {
-		switch e := ev.(type) {
-		case *engine.MessageEvent:
-			m := e.Message
-			fmt.Printf("send %s to %v (reply-with %s)\n", m.Performative, m.Receivers, m.ReplyWith)
-		case *engine.DecisionEvent:
-			fmt.Printf("decide at %s: one of %v\n", e.Request.Point, e.Request.Choices)
-		case *engine.TimerEvent:
-			name := e.Name
-			if e.Commitment != "" {
-				name += " of commitment " + e.Commitment
-			}
-			if e.Op == engine.TimerSet {
-				fmt.Printf("set timer %s for %s\n", name, e.Deadline.Format(time.TimeOnly))
-			} else {
-				fmt.Printf("cancel timer %s\n", name)
-			}
-		case *engine.CommitmentEvent:
-			fmt.Printf("commitment %s of %s: %s\n", e.Name, e.Debtor, e.State)
-		case *engine.ProtocolErrorEvent:
-			fmt.Printf("protocol error %s: %s\n", e.Code, e.Reason)
-		case *engine.CPDoneEvent:
-			fmt.Printf("done: %s\n", e.Outcome)
+		showEvent(ev)
+	}
+}
+
+// showEvent prints an event a handler produced as one line.
+func showEvent(ev engine.Event) {
+	switch e := ev.(type) {
+	case *engine.MessageEvent:
+		m := e.Message
+		fmt.Printf("send %s to %v (reply-with %s)\n", m.Performative, m.Receivers, m.ReplyWith)
+	case *engine.DecisionEvent:
+		fmt.Printf("decide at %s: one of %v\n", e.Request.Point, e.Request.Choices)
+	case *engine.TimerEvent:
+		name := e.Name
+		if e.Commitment != "" {
+			name += " of commitment " + e.Commitment
+		}
+		if e.Op == engine.TimerSet {
+			fmt.Printf("set timer %s for %s\n", name, e.Deadline.Format(time.TimeOnly))
+		} else {
+			fmt.Printf("cancel timer %s\n", name)
+		}
+	case *engine.CommitmentEvent:
+		fmt.Printf("commitment %s of %s: %s\n", e.Name, e.Debtor, e.State)
+	case *engine.ProtocolErrorEvent:
+		fmt.Printf("protocol error %s: %s\n", e.Code, e.Reason)
+	case *engine.CPDoneEvent:
+		fmt.Printf("done: %s\n", e.Outcome)
+	}
+}
+
+// toNetwork settles d and prints what its handlers sent to agents it does
+// not host, which a host hands to its network.
+func toNetwork(d *engine.Driver) {
+	if err := d.Settle(); err != nil {
+		log.Fatal(err)
+	}
+	for _, s := range d.TakeUnrouted() {
+		if m, ok := s.Event.(*engine.MessageEvent); ok {
+			fmt.Printf("to the network: %s for %s\n", m.Message.Performative, s.To)
 		}
 	}
 }
@@ -114,9 +133,12 @@ func ExampleHandler() {
 }
 
 // The participant's side, with decision logic as a Go function behind
-// the Decider interface: the agent calls it for every DecisionEvent and
-// feeds the answer back. A peer's violation is an event, not an error.
-func ExampleHandler_decision() {
+// the Decider interface: a driver hosting bob's handler asks it at every
+// decision point and feeds its answer back. The messages bob receives go
+// in with Process; what he sends to alice, whom the driver does not host,
+// comes back from TakeUnrouted. A peer's violation is an event, not an
+// error.
+func ExampleWithDecider() {
 	p, err := policies.Load("fipa-request")
 	if err != nil {
 		log.Fatal(err)
@@ -126,6 +148,9 @@ func ExampleHandler_decision() {
 		log.Fatal(ds)
 	}
 	decide := decision.Func(func(_ context.Context, req *decision.Request) (decision.Answer, error) {
+		if req.Point != "requested" {
+			return decision.Answer{}, decision.ErrNoDecision // the result comes later
+		}
 		if req.Content["action"] == "paint the fence" && slices.Contains(req.Choices, "agree") {
 			return decision.Answer{Choice: "agree"}, nil
 		}
@@ -137,39 +162,27 @@ func ExampleHandler_decision() {
 		log.Fatal(err)
 	}
 	now := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
-	var q, next engine.Queue
-	if err := h.Start(now, &q); err != nil {
+	d := engine.NewDriver(now, engine.WithDecider(decide), engine.WithObserver(func(s engine.Step) {
+		if s.Kind == engine.StepOutput {
+			showEvent(s.Event)
+		}
+	}))
+	if err := errors.Join(d.Add(h), d.Start("bob", "conv-1")); err != nil {
 		log.Fatal(err)
 	}
-	// process handles one event and answers the decisions it raises.
-	process := func(in engine.Event) {
-		q.Reset()
-		if err := h.Process(in, &q); err != nil {
+	for i, m := range []*forms.Message{
+		{Performative: "request", Sender: "alice", Receivers: []string{"bob"}, ConversationID: "conv-1",
+			ReplyWith: "alice#1", Content: map[string]any{"action": "paint the fence"}},
+		{Performative: "request", Sender: "alice", Receivers: []string{"bob"}, ConversationID: "conv-1"},
+	} {
+		if i > 0 {
+			fmt.Println("--")
+		}
+		if err := d.Process("bob", "conv-1", &engine.MessageEvent{At: now, Message: m}); err != nil {
 			log.Fatal(err)
 		}
-		show(&q)
-		for _, ev := range q.Events() {
-			if d, ok := ev.(*engine.DecisionEvent); ok {
-				a, err := decide.Decide(context.Background(), &d.Request)
-				if err != nil {
-					log.Fatal(err)
-				}
-				next.Reset()
-				if err := h.Process(&engine.DecisionEvent{At: now, Ticket: d.Ticket, Answer: a}, &next); err != nil {
-					log.Fatal(err)
-				}
-				show(&next)
-			}
-		}
+		toNetwork(d)
 	}
-	process(&engine.MessageEvent{At: now, Message: &forms.Message{
-		Performative: "request", Sender: "alice", Receivers: []string{"bob"}, ConversationID: "conv-1",
-		ReplyWith: "alice#1", Content: map[string]any{"action": "paint the fence"},
-	}})
-	fmt.Println("--")
-	process(&engine.MessageEvent{At: now, Message: &forms.Message{
-		Performative: "request", Sender: "alice", Receivers: []string{"bob"}, ConversationID: "conv-1",
-	}})
 	fmt.Println(h.State(""))
 	// Output:
 	// set timer reply for 09:00:30
@@ -181,6 +194,7 @@ func ExampleHandler_decision() {
 	// cancel timer reply
 	// set timer result for 09:05:00
 	// decide at agreed: one of [inform-done inform-result failure]
+	// to the network: agree for alice
 	// --
 	// protocol error PE001: unexpected request from "alice": state "agreed" allows cancel from Initiator
 	// agreed
@@ -188,9 +202,10 @@ func ExampleHandler_decision() {
 
 // A Contract Net initiator decides on every proposal at once: when all
 // participants have answered (or the cfp's deadline has passed) one
-// DecisionEvent lists the waiting sessions, and its answer gives each its
-// own choice.
-func ExampleHandler_join() {
+// decision lists the waiting sessions, and its answer gives each its own
+// choice. The driver hosts alice alone: the proposals go in with
+// Process, her messages come back from TakeUnrouted.
+func ExampleDriver_join() {
 	p, err := policies.Load("fipa-contract-net")
 	if err != nil {
 		log.Fatal(err)
@@ -204,71 +219,59 @@ func ExampleHandler_join() {
 		log.Fatal(err)
 	}
 	now := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
-	var q engine.Queue
-	if err := h.Start(now, &q); err != nil {
+	decide := decision.Func(func(_ context.Context, req *decision.Request) (decision.Answer, error) {
+		switch {
+		case req.Point == "start":
+			return decision.Answer{Choice: "cfp", Content: map[string]any{"task": "deliver"}, ReplyBy: now.Add(time.Minute)}, nil
+		case len(req.Sessions) == 0:
+			return decision.Answer{}, decision.ErrNoDecision // alice never cancels
+		}
+		// The join: accept the cheapest proposal, reject the others.
+		cheapest, best := "", 0.0
+		for _, s := range req.Sessions {
+			fmt.Printf("%s proposes %v, may %v\n", s.Peer, s.Content["price"], s.Choices)
+			if price := s.Content["price"].(float64); cheapest == "" || price < best {
+				cheapest, best = s.Peer, price
+			}
+		}
+		answer := decision.Answer{Sessions: map[string]decision.SessionAnswer{}}
+		for _, s := range req.Sessions {
+			if s.Peer == cheapest {
+				answer.Sessions[s.Peer] = decision.SessionAnswer{Choice: "accept-proposal"}
+			} else {
+				answer.Sessions[s.Peer] = decision.SessionAnswer{Choice: "reject-proposal", Content: map[string]any{"reason": "too dear"}}
+			}
+		}
+		return answer, nil
+	})
+	d := engine.NewDriver(now, engine.WithDecider(decide))
+	if err := errors.Join(d.Add(h), d.Start("alice", "cn-1")); err != nil {
 		log.Fatal(err)
 	}
-	cfp := q.Events()[0].(*engine.DecisionEvent)
-	q.Reset()
-	if err := h.Process(&engine.DecisionEvent{At: now, Ticket: cfp.Ticket, Answer: decision.Answer{
-		Choice: "cfp", Content: map[string]any{"task": "deliver"}, ReplyBy: now.Add(time.Minute),
-	}}, &q); err != nil {
-		log.Fatal(err)
-	}
-	fmt.Println("cfp to", q.Events()[0].(*engine.MessageEvent).Message.Receivers)
+	toNetwork(d)
 
-	var join *engine.DecisionEvent
 	for _, m := range []*forms.Message{
 		{Performative: "propose", Sender: "bob", Content: map[string]any{"price": 10.0}},
 		{Performative: "propose", Sender: "carol", Content: map[string]any{"price": 8.0}},
 		{Performative: "refuse", Sender: "dave", Content: map[string]any{"reason": "busy"}},
 	} {
 		m.Receivers, m.ConversationID = []string{"alice"}, "cn-1"
-		q.Reset()
-		if err := h.Process(&engine.MessageEvent{At: now, Message: m}, &q); err != nil {
+		if err := d.Process("alice", "cn-1", &engine.MessageEvent{At: now, Message: m}); err != nil {
 			log.Fatal(err)
 		}
-		for _, ev := range q.Events() {
-			if d, ok := ev.(*engine.DecisionEvent); ok && len(d.Request.Sessions) > 0 {
-				join = d
-			}
-		}
 	}
-
-	// Accept the cheapest proposal, reject the others.
-	cheapest, best := "", 0.0
-	for _, s := range join.Request.Sessions {
-		fmt.Printf("%s proposes %v, may %v\n", s.Peer, s.Content["price"], s.Choices)
-		if price := s.Content["price"].(float64); cheapest == "" || price < best {
-			cheapest, best = s.Peer, price
-		}
-	}
-	answer := decision.Answer{Sessions: map[string]decision.SessionAnswer{}}
-	for _, s := range join.Request.Sessions {
-		if s.Peer == cheapest {
-			answer.Sessions[s.Peer] = decision.SessionAnswer{Choice: "accept-proposal"}
-		} else {
-			answer.Sessions[s.Peer] = decision.SessionAnswer{Choice: "reject-proposal", Content: map[string]any{"reason": "too dear"}}
-		}
-	}
-	q.Reset()
-	if err := h.Process(&engine.DecisionEvent{At: now, Ticket: join.Ticket, Answer: answer}, &q); err != nil {
-		log.Fatal(err)
-	}
-	for _, ev := range q.Events() {
-		if m, ok := ev.(*engine.MessageEvent); ok {
-			fmt.Println("send", m.Message.Performative, "to", m.Message.Receivers)
-		}
-	}
+	toNetwork(d)
 	for _, peer := range h.Sessions() {
 		fmt.Printf("%s: %s\n", peer, h.State(peer))
 	}
 	// Output:
-	// cfp to [bob carol dave]
+	// to the network: cfp for bob
+	// to the network: cfp for carol
+	// to the network: cfp for dave
 	// bob proposes 10, may [accept-proposal reject-proposal cancel]
 	// carol proposes 8, may [accept-proposal reject-proposal cancel]
-	// send reject-proposal to [bob]
-	// send accept-proposal to [carol]
+	// to the network: reject-proposal for bob
+	// to the network: accept-proposal for carol
 	// bob: rejected
 	// carol: awarded
 	// dave: refused
