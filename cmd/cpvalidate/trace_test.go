@@ -47,6 +47,11 @@ var traceCases = []struct {
 	// A repeated key (at the top and in content) and a time out of
 	// range are errors; a time going back is a warning.
 	{name: "request-strict", code: exitErrors},
+	// Timer lines: a timeout the journal recorded after the last message
+	// ends the conversation; a timer line the policy does not bear out is
+	// an error.
+	{name: "request-timer-timeout", code: exitOK},
+	{name: "request-timer-wrong", code: exitErrors},
 	// FIPA Query.
 	{name: "query-if-holds", code: exitOK},
 	{name: "query-ref-result", code: exitOK},
@@ -242,6 +247,19 @@ func TestTraceSummary(t *testing.T) {
 			conforms: true, complete: false,
 			outcomes: map[string]string{"alice": "", "bob": ""},
 			codes:    []string{"TR006", "TR006"},
+		},
+		{
+			name:     "a timeout after the last message, in the journal",
+			args:     []string{"fipa-request", traces + "/request-timer-timeout.jsonl"},
+			conforms: true, complete: true,
+			outcomes: map[string]string{"alice": "timeout", "bob": "timeout"},
+		},
+		{
+			name:     "timer lines the policy does not bear out",
+			args:     []string{"fipa-request", traces + "/request-timer-wrong.jsonl"},
+			conforms: false, complete: true,
+			outcomes: map[string]string{"alice": "timeout", "bob": "timeout"},
+			codes:    []string{"TR012", "TR012", "TR012", "TR001", "TR002"},
 		},
 		{
 			name:     "late proposal",
