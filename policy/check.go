@@ -15,7 +15,7 @@ type Check struct {
 // matters only for readability of the output: every check runs, whatever
 // the others found.
 var Checks = []Check{
-	{"declarations", []Code{CodeInvalidValue, CodeDuplicate}, "names are well formed and declared once; performatives are FIPA's", checkDeclarations},
+	{"declarations", []Code{CodeInvalidValue, CodeDuplicate}, "names are well formed and declared once; performatives are FIPA's or declared extensions", checkDeclarations},
 	{"references", []Code{CodeUnresolved, CodeUndeclaredRole}, "every state, message type, timer, variable, role and child policy named is declared", checkReferences},
 	{"state-shapes", []Code{CodeInvalidValue, CodeMissingField}, "transitions fit the kind of their state", checkStateShapes},
 	{"initial-state", []Code{CodeInitialState}, "the initial state exists and is not terminal", checkInitial},

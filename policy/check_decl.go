@@ -3,7 +3,8 @@ package policy
 import "fmt"
 
 // checkDeclarations reports malformed names, names declared twice within
-// one kind of declaration, and performatives that are not FIPA's.
+// one kind of declaration, performatives that are neither FIPA's nor
+// declared, and declared extension performatives that are FIPA's.
 func checkDeclarations(c *checker) {
 	p := c.p
 	if p.Name != "" && !ValidName(p.Name) {
@@ -29,6 +30,14 @@ func checkDeclarations(c *checker) {
 	}
 	kind := func(what string, list []declaration) { kindOf(what, "", list) }
 	kind("role", declsOf(p.Roles, func(r *Role) (string, Pos) { return r.Name, r.Pos }))
+	kind("performative", declsOf(p.Performatives, func(r Ref) (string, Pos) { return r.Name, r.Pos }))
+	declared := make(map[string]bool, len(p.Performatives))
+	for _, r := range p.Performatives {
+		declared[r.Name] = true
+		if IsFIPA(r.Name) {
+			c.d.errorf(CodeInvalidValue, r.Pos, "performative %s is one of FIPA's; declare only extension performatives under performatives", Quote(r.Name))
+		}
+	}
 	kind("message type", declsOf(p.Messages, func(m *MessageType) (string, Pos) { return m.Name, m.Pos }))
 	kind("timer", declsOf(p.Timers, func(t *Timer) (string, Pos) { return t.Name, t.Pos }))
 	kind("variable", declsOf(p.Vars, func(f *Field) (string, Pos) { return f.Name, f.Pos }))
@@ -36,8 +45,15 @@ func checkDeclarations(c *checker) {
 	kind("state", declsOf(p.States, func(s *State) (string, Pos) { return s.Name, s.Pos }))
 	for _, m := range p.Messages {
 		kindOf("field", fmt.Sprintf(" of message type %s", Quote(m.Name)), declsOf(m.Fields, func(f *Field) (string, Pos) { return f.Name, f.Pos }))
-		if m.Performative != "" && !contains(Performatives, m.Performative) {
-			c.d.errorf(CodeInvalidValue, m.Pos, "message type %s has performative %s, which is not a FIPA communicative act%s", Quote(m.Name), Quote(m.Performative), didYouMean(m.Performative, Performatives))
+		if m.Performative != "" && !IsFIPA(m.Performative) && !declared[m.Performative] {
+			nor, hint := "", didYouMean(m.Performative, p.performativeNames())
+			if len(p.Performatives) > 0 {
+				nor = " nor an extension the policy declares"
+			}
+			if hint == "" {
+				hint = "; an extension performative must be declared under performatives"
+			}
+			c.d.errorf(CodeInvalidValue, m.Pos, "message type %s has performative %s, which is not a FIPA communicative act%s%s", Quote(m.Name), Quote(m.Performative), nor, hint)
 		}
 	}
 	for _, s := range p.States {

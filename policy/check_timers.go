@@ -80,6 +80,15 @@ func checkUnused(c *checker) {
 			c.d.warnf(CodeUnused, m.Pos, "message type %s is never sent", Quote(m.Name))
 		}
 	}
+	usedPerfs := make(map[string]bool, len(p.Performatives))
+	for _, m := range p.Messages {
+		usedPerfs[m.Performative] = true
+	}
+	for _, r := range p.Performatives {
+		if !usedPerfs[r.Name] {
+			c.d.warnf(CodeUnused, r.Pos, "performative %s is declared but no message type uses it", Quote(r.Name))
+		}
+	}
 	for _, t := range p.Timers {
 		if !usedTimers[t.Name] {
 			c.d.warnf(CodeUnused, t.Pos, "timer %s is never armed", Quote(t.Name))

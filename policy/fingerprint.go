@@ -22,6 +22,9 @@ func (p *Policy) Fingerprint() string {
 	for _, r := range sortedBy(p.Roles, func(r *Role) string { return r.Name }) {
 		w.str("role", r.Name, strconv.FormatBool(r.Many))
 	}
+	if len(p.Performatives) > 0 {
+		w.str(append([]string{"performatives"}, sortedNames(p.Performatives)...)...)
+	}
 	for _, m := range sortedBy(p.Messages, func(m *MessageType) string { return m.Name }) {
 		w.str("message", m.Name, m.Performative, exprSrc(m.Match))
 		w.fields(m.Fields)

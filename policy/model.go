@@ -18,11 +18,15 @@ type Policy struct {
 	Doc     string
 	Pos     Pos // the position of the policy's name
 
-	Roles       []*Role
-	Messages    []*MessageType
-	Timers      []*Timer
-	Vars        []*Field // conversation variables, set by transition actions
-	Commitments []*Commitment
+	Roles []*Role
+	// Performatives are the extension performatives the policy declares:
+	// communicative acts beyond FIPA's 22 (Agenor's notify) that its
+	// message types may use.
+	Performatives []Ref
+	Messages      []*MessageType
+	Timers        []*Timer
+	Vars          []*Field // conversation variables, set by transition actions
+	Commitments   []*Commitment
 	// Initial names the state the conversation starts in.
 	Initial Ref
 	States  []*State

@@ -373,7 +373,7 @@ func dedent(s string) string {
 	return strings.Join(lines, "\n")
 }
 
-var policyChildren = []string{"doc", "role", "message", "timer", "var", "commitment", "state"}
+var policyChildren = []string{"doc", "role", "performative", "message", "timer", "var", "commitment", "state"}
 
 func (l *xmlLoader) policy(root *etree.Element) *Policy {
 	p := &Policy{Pos: l.pos(root)}
@@ -397,6 +397,11 @@ func (l *xmlLoader) policy(root *etree.Element) *Policy {
 			r := &Role{Name: a["name"], Pos: l.attrPos(c, "name"), Many: l.boolAttr(c, a, "many")}
 			l.children(c, []string{"doc"}, func(d *etree.Element) { r.Doc = l.docText(d) })
 			p.Roles = append(p.Roles, r)
+		case "performative":
+			l.children(c, nil, nil)
+			if r := l.ref(c, l.attrs(c, []string{"name"}, []string{"name"}), "name"); !r.IsZero() {
+				p.Performatives = append(p.Performatives, r)
+			}
 		case "message":
 			p.Messages = append(p.Messages, l.message(c))
 		case "timer":

@@ -28,6 +28,9 @@ func WriteXML(p *Policy) []byte {
 		}
 		xDoc(e, r.Doc, 2)
 	}
+	for _, r := range p.Performatives {
+		root.CreateElement("performative").CreateAttr("name", r.Name)
+	}
 	for _, m := range p.Messages {
 		e := root.CreateElement("message")
 		e.CreateAttr("name", m.Name)

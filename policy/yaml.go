@@ -387,7 +387,7 @@ func (l *yamlLoader) doc(n *yaml.Node, depth int) string {
 	return strings.TrimRight(s, "\n")
 }
 
-var policyKeys = []string{"policy", "version", "doc", "roles", "messages", "timers", "vars", "commitments", "initial", "states"}
+var policyKeys = []string{"policy", "version", "doc", "roles", "performatives", "messages", "timers", "vars", "commitments", "initial", "states"}
 
 func (l *yamlLoader) policy(root *yaml.Node) *Policy {
 	p := &Policy{}
@@ -405,6 +405,8 @@ func (l *yamlLoader) policy(root *yaml.Node) *Policy {
 			p.Doc = l.doc(v, 1)
 		case "roles":
 			l.roles(p, v)
+		case "performatives":
+			p.Performatives = l.refs(v, 1, "a performative")
 		case "messages":
 			l.messages(p, v)
 		case "timers":

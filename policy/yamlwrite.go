@@ -38,6 +38,14 @@ func WriteYAML(p *Policy) []byte {
 			w.line(1, yKey(r.Name)+": {"+strings.Join(parts, ", ")+"}")
 		}
 	}
+	if len(p.Performatives) > 0 {
+		names := make([]string, len(p.Performatives))
+		for i, r := range p.Performatives {
+			names[i] = yScalar(r.Name)
+		}
+		w.blank()
+		w.line(0, "performatives: ["+strings.Join(names, ", ")+"]")
+	}
 	if len(p.Messages) > 0 {
 		w.blank()
 		w.line(0, "messages:")
