@@ -68,6 +68,39 @@ func outcomes(t *testing.T, conv string, agents map[string]*agent.Manager) map[s
 	return out
 }
 
+// duo is what a two-party library test checks once its agents are set
+// up: the Initiator starts policy with the Participant, and after the
+// agents settle (then the test's own steps, then advance of the clock)
+// both end with outcome, the messages sent are want, no protocol error
+// was reported, and the recorder saw commit ("agent commitment state").
+type duo struct {
+	policy   string
+	ini, par string // the agents
+	advance  time.Duration
+	want     []string
+	outcome  string
+	commit   string
+}
+
+func (d duo) run(t *testing.T, w *world, agents map[string]*agent.Manager, steps func()) {
+	t.Helper()
+	conv, err := agents[d.ini].Start(context.Background(), agent.StartRequest{Policy: d.policy, Role: "Initiator", Peers: map[string][]string{"Participant": {d.par}}})
+	require.NoError(t, err)
+	w.settle()
+	if steps != nil {
+		steps()
+	}
+	if d.advance > 0 {
+		w.advance(d.advance)
+	}
+	assert.Equal(t, map[string]string{d.ini: d.outcome, d.par: d.outcome}, outcomes(t, conv, agents))
+	assert.Equal(t, d.want, w.rec.performatives())
+	assert.Empty(t, w.rec.codes())
+	w.rec.mu.Lock()
+	defer w.rec.mu.Unlock()
+	assert.Contains(t, w.rec.commits, d.commit)
+}
+
 func TestLibraryIteratedContractNet(t *testing.T) {
 	const name = "fipa-iterated-contract-net"
 	// Each printer first asks its list price, then, when a revised cfp
@@ -214,18 +247,7 @@ func TestLibrarySubscribe(t *testing.T) {
 				"desk":   w.library("desk", desk(mt0.Add(10*time.Minute), tt.cancelAt), []string{name}),
 				"ticker": w.library("ticker", ticker(tt.notes), []string{name}),
 			}
-			conv, err := agents["desk"].Start(context.Background(), agent.StartRequest{Policy: name, Role: "Initiator", Peers: map[string][]string{"Participant": {"ticker"}}})
-			require.NoError(t, err)
-			w.settle()
-			if tt.advance > 0 {
-				w.advance(tt.advance)
-			}
-			assert.Equal(t, map[string]string{"desk": tt.outcome, "ticker": tt.outcome}, outcomes(t, conv, agents))
-			assert.Equal(t, tt.want, w.rec.performatives())
-			assert.Empty(t, w.rec.codes())
-			w.rec.mu.Lock()
-			defer w.rec.mu.Unlock()
-			assert.Contains(t, w.rec.commits, "desk notify "+tt.commit)
+			duo{policy: name, ini: "desk", par: "ticker", advance: tt.advance, want: tt.want, outcome: tt.outcome, commit: "desk notify " + tt.commit}.run(t, w, agents, nil)
 		})
 	}
 }
@@ -266,18 +288,7 @@ func TestLibraryPropose(t *testing.T) {
 				"cleaner": w.library("cleaner", cleaner, []string{name}),
 				"office":  w.library("office", tt.office, []string{name}),
 			}
-			conv, err := agents["cleaner"].Start(context.Background(), agent.StartRequest{Policy: name, Role: "Initiator", Peers: map[string][]string{"Participant": {"office"}}})
-			require.NoError(t, err)
-			w.settle()
-			if tt.advance > 0 {
-				w.advance(tt.advance)
-			}
-			assert.Equal(t, map[string]string{"cleaner": tt.outcome, "office": tt.outcome}, outcomes(t, conv, agents))
-			assert.Equal(t, tt.want, w.rec.performatives())
-			assert.Empty(t, w.rec.codes())
-			w.rec.mu.Lock()
-			defer w.rec.mu.Unlock()
-			assert.Contains(t, w.rec.commits, "office perform "+tt.commit)
+			duo{policy: name, ini: "cleaner", par: "office", advance: tt.advance, want: tt.want, outcome: tt.outcome, commit: "office perform " + tt.commit}.run(t, w, agents, nil)
 		})
 	}
 }
@@ -332,10 +343,10 @@ func TestLibraryRequestWhen(t *testing.T) {
 					}
 				})),
 			}
-			conv, err := agents["planner"].Start(context.Background(), agent.StartRequest{Policy: name, Role: "Initiator", Peers: map[string][]string{"Participant": {"sprinkler"}}})
-			require.NoError(t, err)
-			w.settle()
-			if tt.holds > 0 {
+			precondition := func() {
+				if tt.holds == 0 {
+					return
+				}
 				w.advance(tt.holds)
 				var r agent.DecisionRequest
 				select {
@@ -346,15 +357,7 @@ func TestLibraryRequestWhen(t *testing.T) {
 				require.NoError(t, agents["sprinkler"].Answer(r.Conversation, r.Ticket, decision.Answer{Choice: "inform-result", Content: map[string]any{"result": "watered for 20 minutes"}}))
 				w.settle()
 			}
-			if tt.advance > 0 {
-				w.advance(tt.advance)
-			}
-			assert.Equal(t, map[string]string{"planner": tt.outcome, "sprinkler": tt.outcome}, outcomes(t, conv, agents))
-			assert.Equal(t, tt.want, w.rec.performatives())
-			assert.Empty(t, w.rec.codes())
-			w.rec.mu.Lock()
-			defer w.rec.mu.Unlock()
-			assert.Contains(t, w.rec.commits, "planner perform "+tt.commit)
+			duo{policy: name, ini: "planner", par: "sprinkler", advance: tt.advance, want: tt.want, outcome: tt.outcome, commit: "planner perform " + tt.commit}.run(t, w, agents, precondition)
 		})
 	}
 }
@@ -494,12 +497,86 @@ func auctionBidder(max float64) decision.Decider {
 	})
 }
 
-func TestLibraryEnglishAuction(t *testing.T) {
-	const name = "english-auction"
+// auction is an auction the tests run: an auctioneer ("house") and its
+// logic, three Bidders with the highest price each will pay, and the
+// decision that closes a round.
+type auction struct {
+	policy string
+	house  decision.Decider // decides everything but the end of a round
+	// closeRound answers the join decision at the end of a round.
+	closeRound func(*decision.Request) decision.Answer
+	bidders    map[string]float64 // b1, b2 and b3
+}
+
+// run runs the auction between Managers. The house sells to b2, who pays
+// under the fipa-request child.
+//
+// The clock moves to the end of each round in turn, mt0 + k×10s, and the
+// test answers each round's join decision once every agent has settled,
+// so the auctioneer calls again only after every Bidder's own timer has
+// closed the round: a worker takes an inbound message before a timer
+// tick that is already due, so a call that overtakes the tick finds the
+// Bidder still in the old round (PE001). Each step lands on a deadline,
+// since a single large Advance can arm a worker's next alarm late (see
+// advance).
+func (a auction) run(t *testing.T) {
+	t.Helper()
 	w := newWorld(t)
-	// The auctioneer accepts the highest bid of a round (the first in
-	// session order on a tie) and calls again 10 higher; a round without
-	// a bid ends the auction. Round k closes at mt0 + k×10s.
+	joins := make(chan agent.DecisionRequest, 1)
+	names := []string{a.policy}
+	agents := map[string]*agent.Manager{
+		"house": w.library("house", a.house, names, agent.WithAsyncDecisions(func(r agent.DecisionRequest) {
+			if r.Request.Sessions != nil {
+				joins <- r
+			}
+		})),
+	}
+	for _, b := range []string{"b1", "b2", "b3"} {
+		agents[b] = w.library(b, auctionBidder(a.bidders[b]), names)
+	}
+	ctx := context.Background()
+	conv, err := agents["house"].Start(ctx, agent.StartRequest{Policy: a.policy, Role: "Auctioneer", Peers: map[string][]string{"Bidder": {"b1", "b2", "b3"}}})
+	require.NoError(t, err)
+	w.settle()
+	for k := 1; ; k++ {
+		st, err := agents["house"].Status(ctx, conv)
+		require.NoError(t, err)
+		if st.Done {
+			break
+		}
+		require.Less(t, k, 20, "the auction did not end in 20 rounds")
+		w.clock.Set(mt0.Add(time.Duration(k) * 10 * time.Second))
+		w.settle()
+		select {
+		case r := <-joins:
+			require.NoError(t, agents["house"].Answer(r.Conversation, r.Ticket, a.closeRound(&r.Request)))
+			w.settle()
+		default:
+		}
+	}
+	assert.Equal(t, map[string]string{"house": "lost=2,sold=1", "b1": "lost", "b2": "sold", "b3": "lost"}, outcomes(t, conv, agents))
+	assert.Empty(t, w.rec.codes())
+	child, err := agents["b2"].Status(ctx, conv+"/fipa-request#1")
+	require.NoError(t, err)
+	assert.Equal(t, "done", child.Outcome, "the winner paid")
+}
+
+// callAll answers an auction's opening join: call to every Bidder.
+func callAll(req *decision.Request, call decision.SessionAnswer) decision.Answer {
+	a := decision.Answer{Sessions: map[string]decision.SessionAnswer{}}
+	for _, s := range req.Sessions {
+		a.Sessions[s.Peer] = call
+	}
+	return a
+}
+
+// bids reports whether a session at an auction's join bid this round.
+func bids(s decision.Session) bool { return slices.Contains(s.Choices, "accept-proposal") }
+
+func TestLibraryEnglishAuction(t *testing.T) {
+	// The house accepts the highest bid of a round (the first in session
+	// order on a tie) and calls again 10 higher; a round without a bid
+	// ends the auction. Round k closes at mt0 + k×10s.
 	var (
 		mu           sync.Mutex
 		leader       string
@@ -514,7 +591,7 @@ func TestLibraryEnglishAuction(t *testing.T) {
 		defer mu.Unlock()
 		top := ""
 		for _, s := range req.Sessions {
-			if amount, ok := s.Content["amount"].(float64); ok && slices.Contains(s.Choices, "accept-proposal") && (top == "" || amount > best) {
+			if amount, _ := s.Content["amount"].(float64); bids(s) && (top == "" || amount > best) {
 				top, best = s.Peer, amount
 			}
 		}
@@ -527,7 +604,7 @@ func TestLibraryEnglishAuction(t *testing.T) {
 			switch {
 			case s.Peer == top:
 				a.Sessions[s.Peer] = decision.SessionAnswer{Choice: "accept-proposal"}
-			case slices.Contains(s.Choices, "accept-proposal"):
+			case bids(s):
 				a.Sessions[s.Peer] = decision.SessionAnswer{Choice: "reject-proposal", Content: map[string]any{"reason": "outbid"}}
 			case top != "":
 				a.Sessions[s.Peer] = call()
@@ -547,37 +624,16 @@ func TestLibraryEnglishAuction(t *testing.T) {
 			return decision.Answer{Choice: "inform-start", Content: map[string]any{"item": "a carriage clock", "price": 100}}, nil
 		case "english-auction:opened":
 			called, round = 100, 1
-			a := decision.Answer{Sessions: map[string]decision.SessionAnswer{}}
-			for _, s := range req.Sessions {
-				a.Sessions[s.Peer] = call()
-			}
-			return a, nil
+			return callAll(req, call()), nil
 		case "english-auction:leading", "english-auction:outbid":
 			a := call()
 			return decision.Answer{Choice: a.Choice, Content: a.Content, ReplyBy: a.ReplyBy}, nil
 		case "fipa-request:start":
 			return decision.Answer{Choice: "request", Content: map[string]any{"action": "pay", "amount": best}}, nil
 		}
-		return decision.Answer{}, decision.ErrNoDecision // a round's end: the test answers it, below
+		return decision.Answer{}, decision.ErrNoDecision // a round's end: the test answers it
 	})
-	joins := make(chan agent.DecisionRequest, 1)
-	names := []string{name}
-	agents := map[string]*agent.Manager{
-		"house": w.library("house", house, names, agent.WithAsyncDecisions(func(r agent.DecisionRequest) {
-			if r.Request.Sessions != nil {
-				joins <- r
-			}
-		})),
-		"b1": w.library("b1", auctionBidder(120), names),
-		"b2": w.library("b2", auctionBidder(150), names),
-		"b3": w.library("b3", auctionBidder(90), names),
-	}
-	conv, err := agents["house"].Start(context.Background(), agent.StartRequest{Policy: name, Role: "Auctioneer", Peers: map[string][]string{"Bidder": {"b1", "b2", "b3"}}})
-	require.NoError(t, err)
-	w.settle()
-	closeRounds(t, w, agents["house"], conv, joins, closeRound)
-	assert.Equal(t, map[string]string{"house": "lost=2,sold=1", "b1": "lost", "b2": "sold", "b3": "lost"}, outcomes(t, conv, agents))
-	assert.Empty(t, w.rec.codes())
+	auction{policy: "english-auction", house: house, closeRound: closeRound, bidders: map[string]float64{"b1": 120, "b2": 150, "b3": 90}}.run(t)
 	mu.Lock()
 	defer mu.Unlock()
 	// 100: b1 and b2 bid, b1 leads (first on a tie); 110: b2; 120: b1;
@@ -585,43 +641,9 @@ func TestLibraryEnglishAuction(t *testing.T) {
 	assert.Equal(t, 5, round)
 	assert.Equal(t, "b2", leader)
 	assert.Equal(t, 130.0, best)
-	child, err := agents["b2"].Status(context.Background(), conv+"/fipa-request#1")
-	require.NoError(t, err)
-	assert.Equal(t, "done", child.Outcome, "the winner paid")
-}
-
-// closeRounds moves the clock to the end of each auction round in turn,
-// mt0 + k×10s, until conv has ended at m, and answers each round's join
-// decision (handed over on joins) with decide once every agent has
-// settled. The auctioneer thus calls again only after every Bidder's own
-// timer has closed the round: a worker takes an inbound message before a
-// timer tick that is already due, so a call that overtakes the tick
-// finds the Bidder still in the old round (PE001). Each step lands on a
-// deadline, since a single large Advance can arm a worker's next alarm
-// late (see advance).
-func closeRounds(t *testing.T, w *world, m *agent.Manager, conv string, joins <-chan agent.DecisionRequest, decide func(*decision.Request) decision.Answer) {
-	t.Helper()
-	for k := 1; k <= 20; k++ {
-		st, err := m.Status(context.Background(), conv)
-		require.NoError(t, err)
-		if st.Done {
-			return
-		}
-		w.clock.Set(mt0.Add(time.Duration(k) * 10 * time.Second))
-		w.settle()
-		select {
-		case r := <-joins:
-			require.NoError(t, m.Answer(r.Conversation, r.Ticket, decide(&r.Request)))
-			w.settle()
-		default:
-		}
-	}
-	require.FailNow(t, "the auction did not end in 20 rounds")
 }
 
 func TestLibraryDutchAuction(t *testing.T) {
-	const name = "dutch-auction"
-	w := newWorld(t)
 	// The market calls 200 and lowers the price by 20 each silent round,
 	// down to its reserve of 100; the first bid (in session order) of a
 	// round wins. Round k closes at mt0 + k×10s.
@@ -638,7 +660,7 @@ func TestLibraryDutchAuction(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, s := range req.Sessions {
-			if winner == "" && slices.Contains(s.Choices, "accept-proposal") {
+			if winner == "" && bids(s) {
 				winner = s.Peer
 			}
 		}
@@ -651,7 +673,7 @@ func TestLibraryDutchAuction(t *testing.T) {
 			switch {
 			case s.Peer == winner:
 				a.Sessions[s.Peer] = decision.SessionAnswer{Choice: "accept-proposal"}
-			case slices.Contains(s.Choices, "accept-proposal"):
+			case bids(s):
 				a.Sessions[s.Peer] = decision.SessionAnswer{Choice: "reject-proposal", Content: map[string]any{"reason": "taken"}}
 			case winner == "" && price >= 100:
 				a.Sessions[s.Peer] = call()
@@ -669,11 +691,7 @@ func TestLibraryDutchAuction(t *testing.T) {
 			return decision.Answer{Choice: "inform-start", Content: map[string]any{"item": "a crate of tulips", "price": 200}}, nil
 		case "dutch-auction:opened":
 			price, round = 200, 1
-			a := decision.Answer{Sessions: map[string]decision.SessionAnswer{}}
-			for _, s := range req.Sessions {
-				a.Sessions[s.Peer] = call()
-			}
-			return a, nil
+			return callAll(req, call()), nil
 		case "dutch-auction:accepted":
 			return decision.Answer{Choice: "inform-won", Content: map[string]any{"winner": true, "price": price}}, nil
 		case "dutch-auction:rejected":
@@ -683,33 +701,13 @@ func TestLibraryDutchAuction(t *testing.T) {
 		}
 		return decision.Answer{}, decision.ErrNoDecision // a round's end: the test answers it
 	})
-	joins := make(chan agent.DecisionRequest, 1)
-	names := []string{name}
-	agents := map[string]*agent.Manager{
-		"market": w.library("market", market, names, agent.WithAsyncDecisions(func(r agent.DecisionRequest) {
-			if r.Request.Sessions != nil {
-				joins <- r
-			}
-		})),
-		"b1": w.library("b1", auctionBidder(120), names),
-		"b2": w.library("b2", auctionBidder(150), names),
-		"b3": w.library("b3", auctionBidder(140), names),
-	}
-	conv, err := agents["market"].Start(context.Background(), agent.StartRequest{Policy: name, Role: "Auctioneer", Peers: map[string][]string{"Bidder": {"b1", "b2", "b3"}}})
-	require.NoError(t, err)
-	w.settle()
-	closeRounds(t, w, agents["market"], conv, joins, closeRound)
-	// 200, 180, 160: silence; 140: b2 and b3 bid, b2 is first.
-	assert.Equal(t, map[string]string{"market": "lost=2,sold=1", "b1": "lost", "b2": "sold", "b3": "lost"}, outcomes(t, conv, agents))
-	assert.Empty(t, w.rec.codes())
+	auction{policy: "dutch-auction", house: market, closeRound: closeRound, bidders: map[string]float64{"b1": 120, "b2": 150, "b3": 140}}.run(t)
 	mu.Lock()
 	defer mu.Unlock()
+	// 200, 180, 160: silence; 140: b2 and b3 bid, b2 is first.
 	assert.Equal(t, 4, round)
 	assert.Equal(t, 140.0, price)
 	assert.Equal(t, "b2", winner)
-	child, err := agents["b2"].Status(context.Background(), conv+"/fipa-request#1")
-	require.NoError(t, err)
-	assert.Equal(t, "done", child.Outcome, "the winner paid")
 }
 
 func TestLibraryContractNetNegotiation(t *testing.T) {
