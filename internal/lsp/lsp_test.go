@@ -53,6 +53,8 @@ func TestYAMLPlace(t *testing.T) {
 		{name: "a comment", src: "states:\n  a:\n    # next: |", want: place{}},
 		{name: "a quoted value", src: "states:\n  a:\n    doc: \"next: |", want: place{}},
 		{name: "a field name", src: "messages:\n  m:\n    fields:\n      |", want: place{}},
+		// A flow list that no key opened took a key off an empty path.
+		{name: "a flow list opened by no key", src: "[0|", want: place{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -167,9 +167,11 @@ func yamlPlaceAt(t *text, off int) place {
 			path = append(path, o.key)
 		}
 	}
-	if len(stack) > 0 && stack[len(stack)-1].brace == '[' && key == "" {
-		// In a flow list: a value of the key that opened it.
-		key = stack[len(stack)-1].key
+	if n := len(stack); n > 0 && stack[n-1].brace == '[' && key == "" {
+		// In a flow list: a value of the key that opened it, if any.
+		if key = stack[n-1].key; key == "" {
+			return pl
+		}
 		path = path[:len(path)-1]
 	}
 	if key != "" {
