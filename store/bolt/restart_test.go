@@ -40,11 +40,11 @@ func (s script) Decide(_ context.Context, req *decision.Request) (decision.Answe
 // site is a directory of store files, a bus and a fake clock: agents can
 // be stopped and started again on their files.
 type site struct {
-	t     *testing.T
-	dir   string
-	clock *agent.FakeClock
-	bus   *agent.Bus
-	mu    sync.Mutex
+	t      *testing.T
+	dir    string
+	clock  *agent.FakeClock
+	bus    *agent.Bus
+	mu     sync.Mutex
 	codes  []engine.ErrorCode
 	extra  []*policy.Policy
 	stores map[string]*bolt.Store
