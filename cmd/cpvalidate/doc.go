@@ -1,5 +1,6 @@
 // Command cpvalidate checks conversation policy files, converts them
-// between YAML and CP-XML, and draws them as diagrams.
+// between YAML and CP-XML, draws them as diagrams, checks traces against
+// them and replays an agent's journal against its store.
 //
 // It runs the same load and check steps the engine uses, so a policy that
 // cpvalidate accepts is one the engine accepts, and it prints every
@@ -9,6 +10,7 @@
 //	cpvalidate convert -to yaml|xml [-o FILE] FILE
 //	cpvalidate graph [-format mermaid|dot] [-role ROLE] FILE
 //	cpvalidate trace [-bind ROLE=agent[,agent...]]... [-format text|json] [-max N] POLICY TRACE
+//	cpvalidate replay [-agent NAME] [-conversation ID] POLICY... JOURNAL STORE
 //	cpvalidate lsp [-log FILE]
 //	cpvalidate help [COMMAND]
 //

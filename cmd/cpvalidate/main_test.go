@@ -330,7 +330,7 @@ func TestUsageErrors(t *testing.T) {
 		{name: "missing file", args: []string{"testdata/nosuch.yaml"}, stderr: []string{"testdata/nosuch.yaml: no such file or directory"}},
 		{name: "missing file among good ones", args: []string{shipped, "nosuch.xml"}, stderr: []string{"nosuch.xml: no such file or directory"}},
 		{name: "mistyped command", args: []string{"convrt", "-to", "xml", "x.yaml"}, stderr: []string{"convrt: no such file or directory", `did you mean the command "convert"?`}},
-		{name: "unknown command", args: []string{"lint", "x.yaml"}, stderr: []string{"lint: no such file or directory (commands are convert, graph, trace, lsp, help)"}},
+		{name: "unknown command", args: []string{"lint", "x.yaml"}, stderr: []string{"lint: no such file or directory (commands are convert, graph, trace, replay, lsp, help)"}},
 		{name: "path after --", args: []string{"--", "-q"}, stderr: []string{"-q: no such file or directory"}},
 		{name: "directory without policies", args: []string{empty}, stderr: []string{"no policy files (.yaml, .yml or .xml) in this directory"}},
 		{name: "help for unknown command", args: []string{"help", "lint"}, stderr: []string{`unknown command "lint"`}},

@@ -25,6 +25,7 @@ Usage:
   cpvalidate convert -to yaml|xml [-o FILE] FILE
   cpvalidate graph [-format mermaid|dot] [-role ROLE] FILE
   cpvalidate trace [-bind ROLE=agent[,agent...]]... [-format text|json] [-max N] POLICY TRACE
+  cpvalidate replay [-agent NAME] [-conversation ID] POLICY... JOURNAL STORE
   cpvalidate lsp [-log FILE]
   cpvalidate help [COMMAND]
 
@@ -33,6 +34,7 @@ Commands:
   convert  convert a policy between YAML and CP-XML, losslessly
   graph    draw a policy, or one role's projection, as a diagram
   trace    check a recorded conversation (JSON Lines) against a policy
+  replay   rebuild an agent's conversations from its journal, against its store
   lsp      serve editors over the Language Server Protocol (stdin/stdout)
   help     print this help, or a command's ("cpvalidate help graph")
 
