@@ -17,6 +17,14 @@ type Clock interface {
 	AfterFunc(d time.Duration, f func()) ClockTimer
 }
 
+// alarmClock is a Clock that can also call f at an absolute time. A
+// worker uses it when its clock has it (FakeClock does), so that an alarm
+// lands at its deadline even when the clock moves between reading the
+// time and setting the alarm.
+type alarmClock interface {
+	AtFunc(t time.Time, f func()) ClockTimer
+}
+
 // ClockTimer is a timer started by Clock.AfterFunc.
 type ClockTimer interface {
 	// Stop prevents the timer from firing; it reports whether it did.
@@ -57,6 +65,13 @@ func (c *FakeClock) AfterFunc(d time.Duration, f func()) ClockTimer {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return &fakeTimer{clock: c, h: c.timers.Push(c.now.Add(d), f)}
+}
+
+// AtFunc schedules f to run when the clock reaches t.
+func (c *FakeClock) AtFunc(t time.Time, f func()) ClockTimer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return &fakeTimer{clock: c, h: c.timers.Push(t, f)}
 }
 
 // Advance moves the clock forward by d, firing every timer that falls due.

@@ -466,6 +466,9 @@ func (w *worker) decidedNow(c *conversation, ticket uint64, point string, a deci
 		return
 	}
 	if errors.Is(err, decision.ErrNoDecision) {
+		// Nobody takes the decision: the point stays open, bounded by the
+		// policy's timers, not by the decision timeout.
+		w.stopDecision(c, ticket)
 		if !c.h.Program().Receives(point) {
 			w.log(c, slog.LevelError, "no decision logic decides this point", "point", point)
 			if w.m.o.observer != nil {
@@ -559,7 +562,9 @@ func (w *worker) startChild(c *conversation, e *engine.LoadCPEvent, now time.Tim
 	w.log(child, slog.LevelInfo, "child conversation started", "parent", c.id)
 	q := w.getQueue()
 	defer w.putQueue(q)
-	_ = h.Start(now, q) // a new handler always starts
+	// The child starts at the time of the step that loaded it (a timer's
+	// deadline, say), so that replaying the journal rebuilds it exactly.
+	_ = h.Start(e.At, q) // a new handler always starts
 	w.dispatch(child, q, now)
 }
 
@@ -582,7 +587,7 @@ func (w *worker) ended(c *conversation, e *engine.CPDoneEvent, now time.Time) {
 	c.waiters = nil
 	w.log(c, slog.LevelInfo, "conversation ended", "outcome", e.Outcome)
 	if p := c.parent; p != nil && !p.h.Done() {
-		w.process(p, &engine.CPDoneEvent{At: now, Policy: c.h.Program().Policy().Name, Outcome: e.Outcome, Session: c.parentSession, Epoch: c.parentEpoch}, now)
+		w.process(p, &engine.CPDoneEvent{At: e.At, Policy: c.h.Program().Policy().Name, Outcome: e.Outcome, Session: c.parentSession, Epoch: c.parentEpoch}, now)
 	}
 }
 

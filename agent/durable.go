@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -52,10 +53,14 @@ type durable struct {
 	// them by MessageID.
 	outbox map[uint64]*OutboxEntry
 	byID   map[string]uint64
+	// sentAt says when each outbox entry was last sent; retry is the
+	// alarm that sends again what waits too long.
+	sentAt map[uint64]time.Time
+	retry  ClockTimer
 }
 
 func newDurable() *durable {
-	return &durable{dirty: map[*conversation]struct{}{}, outbox: map[uint64]*OutboxEntry{}, byID: map[string]uint64{}}
+	return &durable{dirty: map[*conversation]struct{}{}, outbox: map[uint64]*OutboxEntry{}, byID: map[string]uint64{}, sentAt: map[uint64]time.Time{}}
 }
 
 // touch marks c changed, to be committed with the current inputs.
@@ -88,11 +93,16 @@ func (w *worker) flush() {
 		}
 	}
 	d.batch = Batch{Put: d.batch.Put[:0], Delete: d.batch.Delete[:0], Send: d.batch.Send[:0], Update: d.batch.Update[:0], Acked: d.batch.Acked[:0]}
+	now := w.m.o.clock.Now()
 	for _, s := range d.sends {
+		if seq, ok := d.byID[MessageID(s.msg)]; ok {
+			d.sentAt[seq] = now
+		}
 		w.out.send(s.conv, s.msg)
 	}
 	clear(d.sends)
 	d.sends = d.sends[:0]
+	w.armRetry()
 	for _, ack := range d.acks {
 		ack()
 	}
@@ -109,6 +119,7 @@ func (d *durable) forget(c *conversation) {
 	for seq, e := range d.outbox {
 		if e.Conversation == c.id {
 			delete(d.outbox, seq)
+			delete(d.sentAt, seq)
 			delete(d.byID, MessageID(e.Message))
 			d.batch.Acked = append(d.batch.Acked, seq)
 		}
@@ -151,6 +162,36 @@ func (w *worker) queueSend(c *conversation, msg *forms.Message) {
 	d.sends = append(d.sends, outMsg{conv: c.id, msg: msg})
 }
 
+// armRetry sets the retry alarm while messages wait for acknowledgement.
+func (w *worker) armRetry() {
+	d := w.d
+	if d.retry != nil || len(d.outbox) == 0 || w.m.closed.Load() {
+		return
+	}
+	d.retry = w.m.o.clock.AfterFunc(w.m.o.limits.RetryInterval, func() {
+		_ = w.push(input{kind: inRetry}, false) // fails only once closed
+	})
+}
+
+// retry sends again every message that has waited a retry interval for
+// its acknowledgement, in the order they were first sent.
+func (w *worker) retry(now time.Time) {
+	d := w.d
+	d.retry = nil
+	var due []*OutboxEntry
+	for seq, e := range d.outbox {
+		if now.Sub(d.sentAt[seq]) >= w.m.o.limits.RetryInterval {
+			due = append(due, e)
+		}
+	}
+	slices.SortFunc(due, func(a, b *OutboxEntry) int { return cmp.Compare(a.Seq, b.Seq) })
+	for _, e := range due {
+		d.sentAt[e.Seq] = now
+		w.out.send(e.Conversation, e.Message)
+	}
+	w.armRetry()
+}
+
 // kept reports whether msg, which failed to send, stays in the outbox to
 // be sent again by Resume: with a store a failed send does not abort its
 // conversation (the policy's timers bound the wait for the receiver).
@@ -184,6 +225,7 @@ func (w *worker) acked(id, receiver string) {
 	}
 	delete(d.outbox, seq)
 	delete(d.byID, id)
+	delete(d.sentAt, seq)
 	d.batch.Acked = append(d.batch.Acked, seq)
 }
 
@@ -338,7 +380,7 @@ func (w *worker) resume(r *resumeReq, now time.Time) {
 			w.decide(c, &pendingDecision{ticket: ev.Ticket, req: ev.Request}, now)
 		}
 	}
-	slices.SortFunc(r.outbox, func(a, b OutboxEntry) int { return int(a.Seq - b.Seq) })
+	slices.SortFunc(r.outbox, func(a, b OutboxEntry) int { return cmp.Compare(a.Seq, b.Seq) })
 	for _, e := range r.outbox {
 		w.d.outbox[e.Seq] = &e
 		if id := MessageID(e.Message); id != "" {

@@ -69,6 +69,11 @@ type Limits struct {
 	// message beyond it fails to send (the transport is stalled), which
 	// aborts its conversation. Default 65,536 per worker.
 	MaxOutbox int
+	// RetryInterval is how long, with a store, a message waits for its
+	// receivers' acknowledgement before it is sent again (and again each
+	// interval while it stays unacknowledged, until its conversation is
+	// swept). Default 5 s.
+	RetryInterval time.Duration
 }
 
 // DefaultLimits are the limits NewManager uses unless WithLimits says
@@ -81,6 +86,7 @@ var DefaultLimits = Limits{
 	DecisionTimeout:  30 * time.Second,
 	SendTimeout:      10 * time.Second,
 	MaxOutbox:        1 << 16,
+	RetryInterval:    5 * time.Second,
 }
 
 // WithLimits replaces DefaultLimits; zero fields keep their default, and
@@ -103,7 +109,7 @@ func WithLimits(l Limits) Option {
 			name string
 			dst  *time.Duration
 			v    time.Duration
-		}{{"DecisionTimeout", &o.limits.DecisionTimeout, l.DecisionTimeout}, {"SendTimeout", &o.limits.SendTimeout, l.SendTimeout}} {
+		}{{"DecisionTimeout", &o.limits.DecisionTimeout, l.DecisionTimeout}, {"SendTimeout", &o.limits.SendTimeout, l.SendTimeout}, {"RetryInterval", &o.limits.RetryInterval, l.RetryInterval}} {
 			switch {
 			case d.v < 0:
 				o.fail("agent: WithLimits: %s is %s, not positive", d.name, d.v)

@@ -98,9 +98,14 @@ func (ts *timers) rearm(now time.Time) {
 		_ = w.push(input{kind: inTick, ticket: gen}, false) // fails only once closed
 		return
 	}
-	ts.alarm = w.m.o.clock.AfterFunc(at.Sub(now), func() {
+	tick := func() {
 		_ = w.push(input{kind: inTick, ticket: gen}, false) // fails only once closed
-	})
+	}
+	if ac, ok := w.m.o.clock.(alarmClock); ok {
+		ts.alarm = ac.AtFunc(at, tick)
+		return
+	}
+	ts.alarm = w.m.o.clock.AfterFunc(at.Sub(w.m.o.clock.Now()), tick)
 }
 
 // maxFiringsAtOnce is how many timers of one conversation may fire at one
@@ -147,6 +152,15 @@ func (ts *timers) fire(gen uint64, now time.Time) {
 		w.process(c, &ev, now)
 	}
 	ts.rearm(now)
+}
+
+// due fires the timers already due by now, before another input is
+// processed at now: a timer that fell due comes first, as it would
+// have if its alarm had already gone off.
+func (ts *timers) due(now time.Time) {
+	if at, _, ok := ts.heap.Peek(); ok && !at.After(now) {
+		ts.fire(0, now)
+	}
 }
 
 func (ts *timers) stop() {

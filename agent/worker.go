@@ -25,6 +25,7 @@ const (
 	inFlush
 	inSweep
 	inAck
+	inRetry
 	inResume
 	inStop
 )
@@ -203,6 +204,9 @@ func (w *worker) halt(rest []input) {
 		reject(&rest[i], ErrClosed)
 	}
 	w.timers.stop()
+	if w.d != nil && w.d.retry != nil {
+		w.d.retry.Stop()
+	}
 	for _, c := range w.convs {
 		for _, ch := range c.waiters {
 			ch <- waitResult{err: ErrClosed}
@@ -246,6 +250,9 @@ func (w *worker) putQueue(q *engine.Queue) { w.queues = append(w.queues, q) }
 
 func (w *worker) handle(in *input) {
 	now := w.m.o.clock.Now()
+	if in.kind != inTick {
+		w.timers.due(now)
+	}
 	switch in.kind {
 	case inFlush:
 		in.extra.flush <- struct{}{}
@@ -283,6 +290,8 @@ func (w *worker) handle(in *input) {
 		w.message(in.msg, ack, now)
 	case inAck:
 		w.acked(in.conv, in.extra.from)
+	case inRetry:
+		w.retry(now)
 	case inResume:
 		w.resume(in.extra.resume, now)
 	}

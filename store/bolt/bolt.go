@@ -9,7 +9,8 @@
 // Every Commit is one bbolt transaction, synced to disk (fsync) before it
 // returns, unless WithoutSync: then a process that crashes loses nothing
 // (the operating system still writes the file), but a crash of the
-// machine or a power loss can lose the last commits.
+// machine or a power loss can lose the last commits or, as bbolt warns
+// for its NoSync mode, leave the file corrupt.
 package bolt
 
 import (
@@ -47,7 +48,8 @@ type options struct {
 }
 
 // WithoutSync commits without fsync: faster, and safe against a crash of
-// the process, not of the machine.
+// the process, not of the machine (which can lose the last commits or
+// corrupt the file).
 func WithoutSync() Option { return func(o *options) { o.noSync = true } }
 
 // WithLockTimeout bounds how long Open waits for another process that

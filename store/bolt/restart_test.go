@@ -128,8 +128,11 @@ func TestRestartAsksPendingDecisionsAgain(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "requested", st.States[""])
 
-	bob = s.restart(bob, performer)
-	alice = s.restart(alice, initiator)
+	// Both die; both come back.
+	s.stop(bob)
+	s.stop(alice)
+	alice = s.start("alice", initiator)
+	bob = s.start("bob", performer)
 	s.settle()
 	outcome, err := alice.Wait(context.Background(), conv)
 	require.NoError(t, err)
@@ -222,8 +225,9 @@ func TestRestartRelinksChildrenToTheirParents(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "requested", child.States[""])
 
-	s.restart(bob, performer)
+	s.stop(bob)
 	buyer = s.restart(buyer, script{"shop:start": {Choice: "ask"}, "fipa-request:start": {Choice: "request"}})
+	s.start("bob", performer)
 	s.settle()
 	outcome, err := buyer.Wait(context.Background(), conv)
 	require.NoError(t, err)
@@ -293,4 +297,20 @@ func TestResumeWithoutAStoreIsAnError(t *testing.T) {
 	defer m.Close(context.Background())
 	assert.Error(t, m.Resume(context.Background()))
 	assert.False(t, errors.Is(m.Resume(context.Background()), agent.ErrClosed))
+}
+
+func TestAMessageWhoseReceiverIsDownIsSentAgain(t *testing.T) {
+	s := newSite(t)
+	alice := s.start("alice", initiator)
+	bob := s.start("bob", performer)
+	s.stop(bob) // bob is down when alice asks
+	conv := request(t, alice)
+	s.settle()
+	s.start("bob", performer)
+	s.clock.Advance(agent.DefaultLimits.RetryInterval) // alice sends the request again
+	s.settle()
+	outcome, err := alice.Wait(context.Background(), conv)
+	require.NoError(t, err)
+	assert.Equal(t, "result", outcome)
+	assert.Empty(t, s.codes)
 }
