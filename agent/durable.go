@@ -98,7 +98,7 @@ func (w *worker) flush() {
 		if seq, ok := d.byID[MessageID(s.msg)]; ok {
 			d.sentAt[seq] = now
 		}
-		w.out.send(s.conv, s.msg)
+		w.out.queueMsg(s)
 	}
 	clear(d.sends)
 	d.sends = d.sends[:0]
@@ -155,6 +155,7 @@ func (w *worker) queueSend(c *conversation, msg *forms.Message) {
 		d.sends = append(d.sends, outMsg{conv: c.id, msg: msg})
 		return
 	}
+	defer func() { d.sends[len(d.sends)-1].keep = true }()
 	e := &OutboxEntry{Seq: w.m.seq.Add(1), Conversation: c.id, Message: msg, Pending: slices.Clone(msg.Receivers)}
 	d.outbox[e.Seq] = e
 	d.byID[id] = e.Seq
@@ -187,7 +188,7 @@ func (w *worker) retry(now time.Time) {
 	slices.SortFunc(due, func(a, b *OutboxEntry) int { return cmp.Compare(a.Seq, b.Seq) })
 	for _, e := range due {
 		d.sentAt[e.Seq] = now
-		w.out.send(e.Conversation, e.Message)
+		w.out.queueMsg(outMsg{conv: e.Conversation, msg: e.Message, keep: true})
 	}
 	w.armRetry()
 }
@@ -262,7 +263,11 @@ func (m *Manager) Resume(ctx context.Context) error {
 	if m.o.store == nil {
 		return errors.New("agent: Resume: no store (WithStore)")
 	}
-	st, loadErr := m.o.store.Load()
+	st, loadErr := m.loaded, m.loadErr
+	m.loaded, m.loadErr = nil, nil
+	if st == nil && loadErr == nil {
+		st, loadErr = m.o.store.Load()
+	}
 	if st == nil {
 		return loadErr
 	}
@@ -295,6 +300,7 @@ func (m *Manager) Resume(ctx context.Context) error {
 			return err
 		}
 	}
+	m.resumed.Store(true) // behind the resume inputs in every queue
 	for _, r := range per {
 		select {
 		case <-r.done:
@@ -386,7 +392,7 @@ func (w *worker) resume(r *resumeReq, now time.Time) {
 		if id := MessageID(e.Message); id != "" {
 			w.d.byID[id] = e.Seq
 		}
-		w.d.sends = append(w.d.sends, outMsg{conv: e.Conversation, msg: e.Message})
+		w.d.sends = append(w.d.sends, outMsg{conv: e.Conversation, msg: e.Message, keep: true})
 	}
 }
 

@@ -33,6 +33,9 @@ var (
 	// ErrAborted is wrapped by the error Wait returns for a conversation
 	// the manager aborted (see AbortError).
 	ErrAborted = errors.New("agent: conversation aborted")
+	// ErrNotResumed is returned by Deliver and Start on a manager whose
+	// store holds conversations or unacknowledged messages, until Resume.
+	ErrNotResumed = errors.New("agent: manager not resumed from its store yet")
 )
 
 // CodeRefused is the protocol-error code of a message that would open a

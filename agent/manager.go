@@ -118,8 +118,13 @@ type Manager struct {
 	inflight atomic.Int64 // decisions running and messages waiting to be sent
 	wg       sync.WaitGroup
 	closed   atomic.Bool
-	sweep    ClockTimer
-	sweepM   sync.Mutex
+	// resumed is false while the store holds what Resume has not loaded;
+	// loaded is what NewManager found there.
+	resumed atomic.Bool
+	loaded  *Stored
+	loadErr error
+	sweep   ClockTimer
+	sweepM  sync.Mutex
 }
 
 type agreement struct {
@@ -157,6 +162,10 @@ func NewManager(self string, opts ...Option) (*Manager, error) {
 	}
 	if o.store != nil {
 		m.commit = newCommitter(o.store)
+		m.loaded, m.loadErr = o.store.Load()
+		m.resumed.Store(m.loadErr == nil && len(m.loaded.Conversations) == 0 && len(m.loaded.Outbox) == 0)
+	} else {
+		m.resumed.Store(true)
 	}
 	for range o.workers {
 		w := newWorker(m)
@@ -246,6 +255,9 @@ func (m *Manager) Start(ctx context.Context, r StartRequest) (string, error) {
 	if m.closed.Load() {
 		return "", ErrClosed
 	}
+	if !m.resumed.Load() {
+		return "", ErrNotResumed
+	}
 	prog, err := m.program(r.Policy, r.Role)
 	if err != nil {
 		return "", err
@@ -296,6 +308,9 @@ func (m *Manager) Deliver(from string, msg *forms.Message) error {
 func (m *Manager) DeliverAcked(from string, msg *forms.Message, ack func()) error {
 	if m.closed.Load() {
 		return ErrClosed
+	}
+	if !m.resumed.Load() {
+		return ErrNotResumed
 	}
 	if msg.Sender != from {
 		err := fmt.Errorf("%w: %s says it is from %s", ErrSender, policy.Quote(from), policy.Quote(msg.Sender))

@@ -3,7 +3,10 @@ package agent
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/parleyhq/parley/forms"
 )
@@ -19,25 +22,45 @@ type outbox struct {
 	closed  bool
 	wake    chan struct{}
 	sending bool
+	// parked holds, by root conversation, kept messages whose send
+	// failed and those of the same conversation queued behind them; only
+	// the sender touches it. retry is set when it is time to try again.
+	parked  map[string][]outMsg
+	nparked atomic.Int64
+	retry   bool
+	armed   bool
+	backoff time.Duration
+	// retrying counts the parked messages a retry due holds in
+	// Manager.inflight: a parked message does not count otherwise, so
+	// that a receiver that is down leaves the bus settled.
+	retrying int64
 }
 
 type outMsg struct {
 	conv string // "" for a message of no conversation (not-understood)
 	msg  *forms.Message
+	// keep marks a message in the store's outbox: when its send fails,
+	// the conversation's later messages wait behind it, and it is sent
+	// again.
+	keep bool
 }
 
-func newOutbox(w *worker) *outbox { return &outbox{w: w, wake: make(chan struct{}, 1)} }
+func newOutbox(w *worker) *outbox {
+	return &outbox{w: w, wake: make(chan struct{}, 1), parked: map[string][]outMsg{}}
+}
 
 // send queues msg, or fails its conversation when the outbox is full.
-func (o *outbox) send(conv string, msg *forms.Message) {
+func (o *outbox) send(conv string, msg *forms.Message) { o.queueMsg(outMsg{conv: conv, msg: msg}) }
+
+func (o *outbox) queueMsg(om outMsg) {
 	m := o.w.m
 	o.mu.Lock()
-	if len(o.queue) >= m.o.limits.MaxOutbox {
+	if len(o.queue)+int(o.nparked.Load()) >= m.o.limits.MaxOutbox {
 		o.mu.Unlock()
-		o.w.failed(conv, msg, fmt.Errorf("%d messages wait to be sent: the transport is stalled", m.o.limits.MaxOutbox))
+		o.w.failed(om.conv, om.msg, fmt.Errorf("%d messages wait to be sent: the transport is stalled", m.o.limits.MaxOutbox))
 		return
 	}
-	o.queue = append(o.queue, outMsg{conv: conv, msg: msg})
+	o.queue = append(o.queue, om)
 	o.mu.Unlock()
 	m.inflight.Add(1)
 	select {
@@ -63,20 +86,22 @@ func (o *outbox) run() {
 	for range o.wake {
 		for {
 			o.mu.Lock()
-			batch, closed := o.queue, o.closed
-			o.queue, o.spare = o.spare[:0], nil
+			batch, closed, retry, retrying := o.queue, o.closed, o.retry, o.retrying
+			o.queue, o.spare, o.retry, o.retrying = o.spare[:0], nil, false, 0
 			o.mu.Unlock()
+			if retry && !closed {
+				o.armed = false
+				o.retryParked()
+			}
+			m.inflight.Add(-retrying)
 			if len(batch) == 0 {
 				if closed {
-					return
+					return // the parked messages stay in the store's outbox
 				}
 				break
 			}
 			for i := range batch {
-				if err := o.deliver(batch[i].msg); err != nil {
-					o.w.failed(batch[i].conv, batch[i].msg, err)
-				}
-				m.inflight.Add(-1)
+				o.sendOne(batch[i])
 				batch[i] = outMsg{}
 			}
 			o.mu.Lock()
@@ -86,6 +111,83 @@ func (o *outbox) run() {
 			o.mu.Unlock()
 		}
 	}
+}
+
+// sendOne sends om, or parks it behind an earlier message of its
+// conversation that failed.
+func (o *outbox) sendOne(om outMsg) {
+	m := o.w.m
+	root, _, _ := strings.Cut(om.conv, "/")
+	defer m.inflight.Add(-1)
+	if om.keep && len(o.parked[root]) > 0 {
+		o.parked[root] = append(o.parked[root], om)
+		o.nparked.Add(1)
+		return
+	}
+	err := o.deliver(om.msg)
+	if err != nil && om.keep {
+		o.w.failed(om.conv, om.msg, err) // reported; it stays in the store's outbox
+		o.parked[root] = append(o.parked[root], om)
+		o.nparked.Add(1)
+		o.scheduleRetry()
+		return
+	}
+	if err != nil {
+		o.w.failed(om.conv, om.msg, err)
+	}
+}
+
+// retryParked sends the parked messages again, each conversation's in
+// order, up to the first that fails again.
+func (o *outbox) retryParked() {
+	for root, q := range o.parked {
+		for len(q) > 0 && o.deliver(q[0].msg) == nil {
+			q = q[1:]
+			o.nparked.Add(-1)
+		}
+		if len(q) == 0 {
+			delete(o.parked, root)
+		} else {
+			o.parked[root] = q
+		}
+	}
+	if len(o.parked) == 0 {
+		o.backoff = 0
+		return
+	}
+	o.scheduleRetry()
+}
+
+// retrySends makes the senders try the parked messages again now.
+func (m *Manager) retrySends() {
+	for _, w := range m.workers {
+		w.out.nudge()
+	}
+}
+
+func (o *outbox) nudge() {
+	o.mu.Lock()
+	if !o.retry {
+		o.retry = true
+		o.retrying = o.nparked.Load()
+		o.w.m.inflight.Add(o.retrying)
+	}
+	o.mu.Unlock()
+	select {
+	case o.wake <- struct{}{}:
+	default:
+	}
+}
+
+// scheduleRetry wakes the sender to retry the parked messages after a
+// backoff that doubles from 50 ms to 5 s.
+func (o *outbox) scheduleRetry() {
+	if o.armed {
+		return
+	}
+	o.armed = true
+	o.backoff = min(max(2*o.backoff, 50*time.Millisecond), 5*time.Second)
+	o.w.m.o.clock.AfterFunc(o.backoff, o.nudge)
 }
 
 // deliver sends one message, turning a panic in the transport into an

@@ -66,6 +66,9 @@ func (b *Bus) Connect(m *Manager) error {
 		return fmt.Errorf("agent: bus: %s already has a transport", policy.Quote(m.self))
 	}
 	b.agents[m.self] = m
+	for _, other := range b.agents {
+		other.retrySends() // what failed to reach m may reach it now
+	}
 	return nil
 }
 

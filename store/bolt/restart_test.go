@@ -314,3 +314,51 @@ func TestAMessageWhoseReceiverIsDownIsSentAgain(t *testing.T) {
 	assert.Equal(t, "result", outcome)
 	assert.Empty(t, s.codes)
 }
+
+func TestAManagerWithAStoreRefusesMessagesUntilResumed(t *testing.T) {
+	s := newSite(t)
+	alice := s.start("alice", initiator)
+	bob := s.start("bob", nil, holdAll)
+	conv := request(t, alice)
+	s.settle()
+	s.stop(bob)
+
+	st, err := bolt.Open(filepath.Join(s.dir, "bob.db"))
+	require.NoError(t, err)
+	defer st.Close()
+	m, err := agent.NewManager("bob", agent.WithStore(st), agent.WithClock(s.clock), agent.WithLogger(nil), holdAll)
+	require.NoError(t, err)
+	defer m.Close(context.Background())
+	p, err := policies.Load("fipa-request")
+	require.NoError(t, err)
+	require.NoError(t, m.Register(p))
+	// A message that arrived before Resume used to open a new conversation
+	// over the stored one.
+	cancel := &forms.Message{Performative: "cancel", Sender: "alice", Receivers: []string{"bob"}, ConversationID: conv, Protocol: "fipa-request", ReplyWith: conv + "/alice#9"}
+	assert.ErrorIs(t, m.Deliver("alice", cancel), agent.ErrNotResumed)
+	_, err = m.Start(context.Background(), agent.StartRequest{Policy: "fipa-request", Role: "Initiator", Peers: map[string][]string{"Participant": {"alice"}}})
+	assert.ErrorIs(t, err, agent.ErrNotResumed)
+	require.NoError(t, m.Resume(context.Background()))
+	status, err := m.Status(context.Background(), conv)
+	require.NoError(t, err)
+	assert.Equal(t, "requested", status.States[""], "the stored conversation, not a new one")
+}
+
+func TestAMessageThatFailedToSendIsNotOvertakenByLaterOnes(t *testing.T) {
+	s := newSite(t)
+	alice := s.start("alice", initiator)
+	bob := s.start("bob", nil, holdAll)
+	conv := request(t, alice)
+	s.settle()
+	// alice goes down; bob comes back and answers at once: agree, then
+	// inform-result, both while alice is away.
+	s.stop(alice)
+	s.restart(bob, performer)
+	s.settle()
+	alice = s.start("alice", initiator) // connecting her makes bob try again
+	s.settle()
+	outcome, err := alice.Wait(context.Background(), conv)
+	require.NoError(t, err)
+	assert.Equal(t, "result", outcome)
+	assert.Empty(t, s.codes, "the agree came before the inform")
+}
