@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -322,41 +323,18 @@ func TestManagerConcurrentConversations(t *testing.T) {
 	assert.Equal(t, goroutines*each, alice.Len())
 }
 
-// parentPolicy runs fipa-request as a child: the buyer first asks whether
-// the seller is open, then requests inside the child policy.
-const parentPolicy = `policy: shop
-version: 1
-roles: [Buyer, Seller]
-messages:
-  ask: query-if
-  open: {performative: inform, fields: {holds: bool}}
-timers: {reply: 30s}
-states:
-  start:
-    - {send: ask, from: Buyer, to: Seller, next: asked}
-  asked:
-    arm: reply
-    on:
-      - {send: open, from: Seller, to: Buyer, next: buying}
-      - {timeout: reply, next: closed}
-  buying:
-    child: {policy: fipa-request, roles: {Initiator: Buyer, Participant: Seller}}
-    on:
-      - {return: result, next: bought}
-      - {return: done, next: bought}
-      - {return: refused, next: closed}
-      - {return: not-understood, next: closed}
-      - {return: failed, next: closed}
-      - {return: cancelled, next: closed}
-      - {return: cancel-failed, next: closed}
-      - {return: timeout, next: closed}
-  bought: {terminal: bought}
-  closed: {terminal: closed}
-`
+// parentPolicy returns the shop policy, which runs fipa-request as a
+// child: the buyer first asks whether the seller is open, then requests
+// inside the child policy.
+func parentPolicy(t *testing.T) string {
+	src, err := os.ReadFile("../testdata/policies/shop.yaml")
+	require.NoError(t, err)
+	return string(src)
+}
 
 func TestManagerRunsAChildPolicy(t *testing.T) {
 	w := newWorld(t)
-	p, ds := policy.LoadYAML("shop.yaml", []byte(parentPolicy))
+	p, ds := policy.LoadYAML("shop.yaml", []byte(parentPolicy(t)))
 	require.Empty(t, ds)
 	require.Empty(t, policy.CheckPolicy(p, policy.WithPolicies(policies.Resolve)))
 	buyer := w.agent("buyer", script{"shop:start": {Choice: "ask"}, "fipa-request:start": {Choice: "request", Content: map[string]any{"buy": "apples"}}})

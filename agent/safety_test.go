@@ -352,10 +352,10 @@ func TestContentIsBoundedAtTheBoundary(t *testing.T) {
 }
 
 func TestRegisterRefusesBrokenPolicies(t *testing.T) {
-	typo := strings.Replace(parentPolicy, "- {send: ask, from: Buyer, to: Seller, next: asked}", "- {send: ask, from: Buyer, to: Seller, next: asked, gaurd: 'true'}", 1)
+	typo := strings.Replace(parentPolicy(t), "- {send: ask, from: Buyer, to: Seller, next: asked}", "- {send: ask, from: Buyer, to: Seller, next: asked, gaurd: 'true'}", 1)
 	p, ds := policy.LoadYAML("typo.yaml", []byte(typo))
 	require.True(t, ds.HasErrors(), "the loader reports the typo")
-	child, ds := policy.LoadYAML("shop.yaml", []byte(parentPolicy))
+	child, ds := policy.LoadYAML("shop.yaml", []byte(parentPolicy(t)))
 	require.False(t, ds.HasErrors())
 
 	noResolver, err := agent.NewManager("alice", agent.WithLogger(nil))

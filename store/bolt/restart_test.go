@@ -3,6 +3,7 @@ package bolt_test
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -179,40 +180,11 @@ func TestRestartKeepsEndedConversationsForTheirRetention(t *testing.T) {
 	assert.ErrorIs(t, err, agent.ErrNoConversation, "and gone from the store")
 }
 
-// shop runs fipa-request as a child policy.
-const shop = `policy: shop
-version: 1
-roles: [Buyer, Seller]
-messages:
-  ask: query-if
-  open: {performative: inform, fields: {holds: bool}}
-timers: {reply: 30s}
-states:
-  start:
-    - {send: ask, from: Buyer, to: Seller, next: asked}
-  asked:
-    arm: reply
-    on:
-      - {send: open, from: Seller, to: Buyer, next: buying}
-      - {timeout: reply, next: closed}
-  buying:
-    child: {policy: fipa-request, roles: {Initiator: Buyer, Participant: Seller}}
-    on:
-      - {return: result, next: bought}
-      - {return: done, next: bought}
-      - {return: refused, next: closed}
-      - {return: not-understood, next: closed}
-      - {return: failed, next: closed}
-      - {return: cancelled, next: closed}
-      - {return: cancel-failed, next: closed}
-      - {return: timeout, next: closed}
-  bought: {terminal: bought}
-  closed: {terminal: closed}
-`
-
 func TestRestartRelinksChildrenToTheirParents(t *testing.T) {
 	s := newSite(t)
-	p, ds := policy.LoadYAML("shop.yaml", []byte(shop))
+	src, err := os.ReadFile("../../testdata/policies/shop.yaml")
+	require.NoError(t, err)
+	p, ds := policy.LoadYAML("shop.yaml", src)
 	require.False(t, ds.HasErrors())
 	s.extra = []*policy.Policy{p}
 	buyer := s.start("alice", script{"shop:start": {Choice: "ask"}, "fipa-request:start": {Choice: "request"}})
