@@ -49,7 +49,7 @@ type durable struct {
 	// messages, given once their effect is committed.
 	sends []outMsg
 	acks  []func()
-	// outbox holds the unacknowledged messages by Seq, and bySender finds
+	// outbox holds the unacknowledged messages by Seq, and byID finds
 	// them by MessageID.
 	outbox map[uint64]*OutboxEntry
 	byID   map[string]uint64

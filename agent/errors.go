@@ -1,10 +1,6 @@
 package agent
 
-import (
-	"errors"
-
-	"github.com/parleyhq/parley/engine"
-)
+import "errors"
 
 // Errors the manager returns. Test for them with errors.Is.
 var (
@@ -37,11 +33,6 @@ var (
 	// store holds conversations or unacknowledged messages, until Resume.
 	ErrNotResumed = errors.New("agent: manager not resumed from its store yet")
 )
-
-// CodeRefused is the protocol-error code of a message that would open a
-// conversation the manager refuses: it holds Limits.MaxConversations, or
-// the sender has Limits.MaxPerPeer open.
-const CodeRefused = engine.CodeRefused
 
 // AbortError is what Wait returns for a conversation the manager ended
 // with engine.OutcomeAborted because it could not carry the conversation

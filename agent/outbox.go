@@ -15,13 +15,12 @@ import (
 // them, on a goroutine of its own, so that a slow transport never stalls
 // the worker. A message that fails to send aborts its conversation.
 type outbox struct {
-	w       *worker
-	mu      sync.Mutex
-	queue   []outMsg
-	spare   []outMsg
-	closed  bool
-	wake    chan struct{}
-	sending bool
+	w      *worker
+	mu     sync.Mutex
+	queue  []outMsg
+	spare  []outMsg
+	closed bool
+	wake   chan struct{}
 	// parked holds, by root conversation, kept messages whose send
 	// failed and those of the same conversation queued behind them; only
 	// the sender touches it. retry is set when it is time to try again.
