@@ -46,21 +46,38 @@ type durable struct {
 	dirty map[*conversation]struct{}
 	batch Batch
 	// sends wait for the commit; acks are the acknowledgements of inbound
-	// messages, given once their effect is committed.
-	sends []outMsg
-	acks  []func()
+	// messages, given once their effect is committed; flushes are the
+	// Flush calls that wait for it.
+	sends   []outMsg
+	acks    []func()
+	flushes []chan struct{}
 	// outbox holds the unacknowledged messages by Seq, and byID finds
 	// them by MessageID.
 	outbox map[uint64]*OutboxEntry
 	byID   map[string]uint64
-	// sentAt says when each outbox entry was last sent; retry is the
-	// alarm that sends again what waits too long.
+	// sentAt says when each outbox entry was last sent (an entry whose
+	// commit is not done has none); retry is the alarm that sends again
+	// what waits too long.
 	sentAt map[uint64]time.Time
 	retry  ClockTimer
+	// pending counts the commits handed to the committer and not yet
+	// released; the committer puts the done ones in committed, in order,
+	// and signals them on wake.
+	pending   int
+	mu        sync.Mutex
+	committed []*release
+	wake      chan struct{}
+}
+
+// release is what one commit holds back until it is done.
+type release struct {
+	sends   []outMsg
+	acks    []func()
+	flushes []chan struct{}
 }
 
 func newDurable() *durable {
-	return &durable{dirty: map[*conversation]struct{}{}, outbox: map[uint64]*OutboxEntry{}, byID: map[string]uint64{}, sentAt: map[uint64]time.Time{}}
+	return &durable{dirty: map[*conversation]struct{}{}, outbox: map[uint64]*OutboxEntry{}, byID: map[string]uint64{}, sentAt: map[uint64]time.Time{}, wake: make(chan struct{}, 1)}
 }
 
 // touch marks c changed, to be committed with the current inputs.
@@ -70,9 +87,13 @@ func (w *worker) touch(c *conversation) {
 	}
 }
 
-// flush commits what the inputs just processed changed and then lets
-// their messages leave and their acknowledgements go. Without a store it
-// gives the acknowledgements at once.
+// flush hands what the inputs just processed changed to the committer,
+// with the messages they produced, the acknowledgements of the messages
+// they consumed and the Flush calls among them; all of those are held
+// until the commit is done (see released). The worker goes on with its
+// next inputs meanwhile, so that one store transaction carries the work
+// of many inputs: that is the group commit. Without a store flush does
+// nothing.
 func (w *worker) flush() {
 	d := w.d
 	if d == nil {
@@ -87,27 +108,71 @@ func (w *worker) flush() {
 		d.batch.Put = append(d.batch.Put, sc)
 	}
 	clear(d.dirty)
-	if !d.batch.Empty() {
-		if err := w.m.commit.commit(&d.batch); err != nil {
+	if d.batch.Empty() && len(d.sends) == 0 && len(d.acks) == 0 && len(d.flushes) == 0 {
+		return
+	}
+	b, r := d.batch, &release{sends: d.sends, acks: d.acks, flushes: d.flushes}
+	d.batch, d.sends, d.acks, d.flushes = Batch{}, nil, nil, nil
+	d.pending++
+	w.m.inflight.Add(1)
+	w.m.commit.submit(&b, func(err error) {
+		if err != nil {
 			w.m.o.logger.Error("store commit failed: the messages leave, but a restart may not find what they changed", "agent", w.m.self, "error", err)
 		}
-	}
-	d.batch = Batch{Put: d.batch.Put[:0], Delete: d.batch.Delete[:0], Send: d.batch.Send[:0], Update: d.batch.Update[:0], Acked: d.batch.Acked[:0]}
-	now := w.m.o.clock.Now()
-	for _, s := range d.sends {
-		if seq, ok := d.byID[MessageID(s.msg)]; ok {
-			d.sentAt[seq] = now
+		d.mu.Lock()
+		d.committed = append(d.committed, r)
+		d.mu.Unlock()
+		select {
+		case d.wake <- struct{}{}:
+		default:
 		}
-		w.out.queueMsg(s)
+		_ = w.push(input{kind: inCommitted}, false) // fails only once stopped: halt waits on wake then
+	})
+}
+
+// released lets go what the commits done since the last call held back:
+// their messages leave, in the order they were produced, and their
+// acknowledgements and Flush calls are answered.
+func (w *worker) released() {
+	d := w.d
+	d.mu.Lock()
+	done := d.committed
+	d.committed = nil
+	d.mu.Unlock()
+	if len(done) == 0 {
+		return
 	}
-	clear(d.sends)
-	d.sends = d.sends[:0]
+	now := w.m.o.clock.Now()
+	for _, r := range done {
+		for _, s := range r.sends {
+			if seq, ok := d.byID[MessageID(s.msg)]; ok {
+				d.sentAt[seq] = now
+			}
+			w.out.queueMsg(s)
+		}
+		for _, ack := range r.acks {
+			ack()
+		}
+		for _, f := range r.flushes {
+			f <- struct{}{}
+		}
+	}
+	d.pending -= len(done)
+	w.m.inflight.Add(-int64(len(done)))
 	w.armRetry()
-	for _, ack := range d.acks {
-		ack()
+}
+
+// drain waits until every commit handed to the committer is done and
+// released; the stopping worker calls it.
+func (w *worker) drain() {
+	d := w.d
+	if d == nil {
+		return
 	}
-	clear(d.acks)
-	d.acks = d.acks[:0]
+	for d.pending > 0 {
+		<-d.wake
+		w.released()
+	}
 }
 
 // forget removes a swept conversation from the store, with the messages
@@ -181,7 +246,7 @@ func (w *worker) retry(now time.Time) {
 	d.retry = nil
 	var due []*OutboxEntry
 	for seq, e := range d.outbox {
-		if now.Sub(d.sentAt[seq]) >= w.m.o.limits.RetryInterval {
+		if at, ok := d.sentAt[seq]; ok && now.Sub(at) >= w.m.o.limits.RetryInterval {
 			due = append(due, e)
 		}
 	}
@@ -401,7 +466,7 @@ func (w *worker) resume(r *resumeReq, now time.Time) {
 type committer struct {
 	store  Store
 	mu     sync.Mutex
-	queue  []*commitReq
+	queue  []commitReq
 	closed bool
 	wake   chan struct{}
 	done   chan struct{}
@@ -409,7 +474,7 @@ type committer struct {
 
 type commitReq struct {
 	b    *Batch
-	done chan error
+	done func(error)
 }
 
 func newCommitter(s Store) *committer {
@@ -418,21 +483,23 @@ func newCommitter(s Store) *committer {
 	return c
 }
 
-// commit commits b, with whatever other workers commit at the same time.
-func (c *committer) commit(b *Batch) error {
-	req := &commitReq{b: b, done: make(chan error, 1)}
+// submit queues b, to be committed with whatever other workers commit at
+// the same time, and calls done with the outcome once it is committed.
+// Batches are committed, and their done called, in the order submitted.
+// After close, done gets ErrClosed at once.
+func (c *committer) submit(b *Batch, done func(error)) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		return ErrClosed
+		done(ErrClosed)
+		return
 	}
-	c.queue = append(c.queue, req)
+	c.queue = append(c.queue, commitReq{b: b, done: done})
 	c.mu.Unlock()
 	select {
 	case c.wake <- struct{}{}:
 	default:
 	}
-	return <-req.done
 }
 
 func (c *committer) run() {
@@ -458,9 +525,13 @@ func (c *committer) run() {
 				merged.Update = append(merged.Update, r.b.Update...)
 				merged.Acked = append(merged.Acked, r.b.Acked...)
 			}
-			err := c.store.Commit(&merged)
+			var err error
+			if !merged.Empty() {
+				err = c.store.Commit(&merged)
+			}
+			clear(merged.Put) // drop the snapshots until the next commit
 			for _, r := range reqs {
-				r.done <- err
+				r.done(err)
 			}
 		}
 	}

@@ -427,7 +427,7 @@ func (m *Manager) Status(ctx context.Context, conversation string) (Status, erro
 func (m *Manager) Len() int { return int(m.total.Load()) }
 
 // Flush waits until the manager has processed everything delivered to it
-// before the call.
+// before the call and, with a store, committed what that changed.
 func (m *Manager) Flush(ctx context.Context) error {
 	if m.closed.Load() {
 		return ErrClosed

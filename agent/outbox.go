@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -125,7 +126,9 @@ func (o *outbox) sendOne(om outMsg) {
 	}
 	err := o.deliver(om.msg)
 	if err != nil && om.keep {
-		o.w.failed(om.conv, om.msg, err) // reported; it stays in the store's outbox
+		if !errors.Is(err, errNoTransport) { // Resume before Connect: it waits for the transport
+			o.w.failed(om.conv, om.msg, err) // reported; it stays in the store's outbox
+		}
 		o.parked[root] = append(o.parked[root], om)
 		o.nparked.Add(1)
 		o.scheduleRetry()

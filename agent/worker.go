@@ -27,6 +27,7 @@ const (
 	inAck
 	inRetry
 	inResume
+	inCommitted
 	inStop
 )
 
@@ -168,6 +169,7 @@ func (w *worker) run() {
 				in := &batch[i]
 				if in.kind == inStop {
 					w.flush()
+					w.drain()
 					w.halt(batch[i+1:])
 					return
 				}
@@ -177,7 +179,9 @@ func (w *worker) run() {
 					w.mu.Unlock()
 				}
 				w.handle(in)
-				w.processed.Add(1)
+				if in.kind != inCommitted { // the committer's, not the manager's, input
+					w.processed.Add(1)
+				}
 				batch[i] = input{}
 			}
 			w.flush()
@@ -255,7 +259,13 @@ func (w *worker) handle(in *input) {
 	}
 	switch in.kind {
 	case inFlush:
-		in.extra.flush <- struct{}{}
+		if w.d != nil {
+			w.d.flushes = append(w.d.flushes, in.extra.flush) // answered once committed
+		} else {
+			in.extra.flush <- struct{}{}
+		}
+	case inCommitted:
+		w.released()
 	case inSweep:
 		w.sweep(now)
 	case inStart:
