@@ -65,23 +65,50 @@ func TestCheckProjection(t *testing.T) {
 				{"  shipping:\n    - {send: shipped, from: Shipper, to: Buyer, next: delivered}\n", ""},
 				{"  ship: {performative: request, fields: {address: string}}\n", ""},
 			},
+			// The states where the Shipper only waits for others ("start",
+			// "ordered") do not count: the diagnostic names the choice
+			// the Shipper never hears of.
 			want: []string{
-				`test.yaml:12:7: error: role "Shipper" cannot tell whether it may send "shipped": it may in state "accepted" but not in state "start": "order" from "Buyer" to "Seller" may or may not have happened, and "Shipper" does not see it; to fix, have "Buyer" (or "Seller") send "Shipper" a message after it, or let "Shipper" act only once it has heard of it [CP029]`,
+				`test.yaml:14:7: error: role "Shipper" cannot tell whether it may send "shipped": it may in state "accepted" but not in state "rejected": in state "ordered" the conversation continues either with "accept" from "Seller" to "Buyer" or with "reject" from "Seller" to "Buyer", and "Shipper" sees neither; to fix, have "Seller" (or "Buyer") tell "Shipper" which branch was taken (a message to "Shipper" in each branch) [CP029]`,
 			},
 			related: []string{
+				"test.yaml:15:7: the other branch",
 				`test.yaml:16:3: state "accepted"`,
-				`test.yaml:11:3: state "start"`,
+				`test.yaml:18:3: state "rejected"`,
 			},
 		},
 		{
-			name: "a third role that cannot tell how the conversation ended",
+			name: "a third role that may receive or send after a choice it does not see",
+			src:  shipYAML,
+			edits: []edit{
+				{"    - {send: stand-down, from: Seller, to: Shipper, next: called-off}\n", "    - {send: stand-down, from: Shipper, to: Seller, next: called-off}\n"},
+			},
+			want: []string{
+				`test.yaml:16:7: error: role "Shipper" cannot tell whether it may send "stand-down": it may in state "rejected" but not in state "accepted": in state "ordered" the conversation continues either with "reject" from "Seller" to "Buyer" or with "accept" from "Seller" to "Buyer", and "Shipper" sees neither; to fix, have "Seller" (or "Buyer") tell "Shipper" which branch was taken (a message to "Shipper" in each branch) [CP029]`,
+			},
+		},
+		{
+			name: "a third role whose part ends before a choice it does not see",
 			src:  shipYAML,
 			edits: []edit{
 				{"    - {send: shipped, from: Shipper, to: Buyer, next: delivered}\n", "    - {send: shipped, from: Shipper, to: Buyer, next: delivering}\n  delivering:\n    - {send: accept, from: Buyer, to: Seller, next: delivered}\n    - {send: reject, from: Buyer, to: Seller, next: disputed}\n  disputed: {terminal: disputed}\n"},
 			},
-			want: []string{
-				`test.yaml:25:7: error: role "Shipper" cannot tell whether the conversation ended with outcome "disputed" or "done": in state "delivering" the conversation continues either with "reject" from "Buyer" to "Seller" or with "accept" from "Buyer" to "Seller", and "Shipper" sees neither; to fix, have "Buyer" (or "Seller") tell "Shipper" which branch was taken (a message to "Shipper" in each branch) [CP029]`,
-			},
+		},
+		{
+			name: "a role that sends before a message between two others it does not wait for",
+			src: `policy: relay
+version: 1
+roles: [A, B, C]
+messages: {ask: request, tell: inform, note: inform}
+states:
+  start:
+    - {send: ask, from: A, to: B, next: asked}
+  asked:
+    - {send: tell, from: B, to: C, next: told}
+  told:
+    - {send: note, from: A, to: C, next: done}
+  done: {terminal: done}
+`,
 		},
 		{
 			name:  "projection is skipped while other errors stand",
@@ -165,4 +192,60 @@ func TestProjectThirdRole(t *testing.T) {
 		"receive ship from Seller -> shipping",
 		"receive stand-down from Seller -> called-off",
 	}, got)
+}
+
+// TestProjectOutcomeOfAFinishedRole checks that a role whose part ends
+// before a choice it does not see ends with every outcome the
+// conversation may still reach, sorted and joined by "|".
+func TestProjectOutcomeOfAFinishedRole(t *testing.T) {
+	p := mustLoad(t, patch(t, shipYAML, edit{
+		"    - {send: shipped, from: Shipper, to: Buyer, next: delivered}\n",
+		"    - {send: shipped, from: Shipper, to: Buyer, next: delivering}\n  delivering:\n    - {send: accept, from: Buyer, to: Seller, next: delivered}\n    - {send: reject, from: Buyer, to: Seller, next: disputed}\n  disputed: {terminal: disputed}\n",
+	}))
+	proj, ds := policy.Project(p, "Shipper")
+	require.Empty(t, ds)
+	var outcomes []string
+	for _, ls := range proj.States {
+		if ls.Kind == policy.KindTerminal {
+			outcomes = append(outcomes, ls.Outcome)
+		}
+	}
+	assert.ElementsMatch(t, []string{"disputed|done", "rejected"}, outcomes)
+	buyer, ds := policy.Project(p, "Buyer")
+	require.Empty(t, ds)
+	outcomes = nil
+	for _, ls := range buyer.States {
+		if ls.Kind == policy.KindTerminal {
+			outcomes = append(outcomes, ls.Outcome)
+		}
+	}
+	assert.ElementsMatch(t, []string{"done", "disputed", "rejected"}, outcomes)
+}
+
+// TestTextbookProtocolsCheckClean checks that the multiparty protocols of
+// the session-types literature under testdata/policies/multiparty check
+// without a diagnostic, and that each role's projection orders only its
+// own steps.
+func TestTextbookProtocolsCheckClean(t *testing.T) {
+	files, err := filepath.Glob("../testdata/policies/multiparty/*.yaml")
+	require.NoError(t, err)
+	require.Len(t, files, 3)
+	for _, file := range files {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			src, err := os.ReadFile(file)
+			require.NoError(t, err)
+			p, ds := policy.Load(filepath.Base(file), src)
+			require.Empty(t, ds)
+			assert.Empty(t, lines(policy.CheckPolicy(p)))
+			for _, r := range p.Roles {
+				proj, ds := policy.Project(p, r.Name)
+				assert.Empty(t, lines(ds), "role %s", r.Name)
+				for _, ls := range proj.States {
+					for _, lt := range ls.Transitions {
+						assert.Contains(t, []policy.Action{policy.ActionSend, policy.ActionReceive}, lt.Action)
+					}
+				}
+			}
+		})
+	}
 }

@@ -37,7 +37,10 @@ func (a Action) String() string {
 // Projection is a policy as one role sees it: the messages it neither sends
 // nor receives are invisible, so each local state stands for the set of
 // global states the role cannot tell apart (for a two-party policy, always
-// exactly one). States[0] is the initial state.
+// exactly one). The role orders only its own sends and receives: a step it
+// may take once others have exchanged messages it takes no part in is one
+// it may take before them too, and branches where it behaves the same are
+// merged. States[0] is the initial state.
 //
 // A Projection is immutable once built and safe to share.
 type Projection struct {
@@ -53,7 +56,9 @@ type LocalState struct {
 	Name   string
 	Global []*State
 	Kind   StateKind
-	// Outcome is set for a terminal local state.
+	// Outcome is set for a terminal local state. When the role's part ends
+	// before a choice it does not see, it is every outcome the conversation
+	// may still end with, sorted and joined by "|" ("bought|quit").
 	Outcome     string
 	Join        bool
 	Transitions []*LocalTransition
@@ -297,14 +302,18 @@ func (pr *projector) expand(k int) {
 	}
 	switch {
 	case len(active) == 0 && len(terminals) > 0:
+		// The role's part is over in every branch: its behaviour is the
+		// same in all of them, so they merge, and its outcome is each
+		// outcome the conversation may still end with.
 		ls.Kind = KindTerminal
-		ls.Outcome = c.p.States[terminals[0]].Outcome
-		for _, s := range terminals[1:] {
-			if o := c.p.States[s].Outcome; o != ls.Outcome {
-				pr.blind(k, terminals[0], s, fmt.Sprintf("whether the conversation ended with outcome %s or %s", Quote(ls.Outcome), Quote(o)))
-				break
+		var outcomes []string
+		for _, s := range terminals {
+			if o := c.p.States[s].Outcome; !slices.Contains(outcomes, o) {
+				outcomes = append(outcomes, o)
 			}
 		}
+		slices.Sort(outcomes)
+		ls.Outcome = strings.Join(outcomes, "|")
 	case len(terminals) > 0:
 		pr.blind(k, terminals[0], active[0], "whether the conversation has ended")
 		ls.Kind = KindNormal
@@ -330,10 +339,19 @@ func (pr *projector) expand(k int) {
 }
 
 // checkSends reports a send the role may make in some but not all of the
-// states it cannot tell apart.
+// states it cannot tell apart. Only the states where the role acts count:
+// a state whose every step is between other roles only passes the
+// conversation on, and the role's own actions are not ordered after those
+// steps (its messages travel on their own channels), so a send offered
+// only after such steps is offered in the state before them too.
 func (pr *projector) checkSends(k int) {
 	c := pr.c
-	members := pr.members[k]
+	var members []int
+	for _, s := range pr.members[k] {
+		if pr.acts(s) {
+			members = append(members, s)
+		}
+	}
 	sendable := map[string]map[int]bool{} // message key → states offering it
 	var order []string
 	for _, s := range members {
@@ -368,6 +386,16 @@ func (pr *projector) checkSends(k int) {
 		pr.blind(k, yes, no, fmt.Sprintf("whether it may send %s: it may in state %s but not in state %s", Quote(key), Quote(c.p.States[yes].Name), Quote(c.p.States[no].Name)))
 		return
 	}
+}
+
+// acts reports whether the role has a step of its own in global state s.
+func (pr *projector) acts(s int) bool {
+	for _, t := range pr.c.p.States[s].Transitions {
+		if _, _, ok := pr.c.visible(t, pr.role); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // blind reports that the role cannot tell global states a and b of local
