@@ -51,6 +51,12 @@ const (
 	// bytes) or holds a value JSON cannot carry (NaN, an infinity); it is
 	// not applied, in either mode.
 	CodeContentLimit ErrorCode = "PE015"
+	// CodeJoinPending: this role sent a message from a join state before
+	// the join was released, that is before every session of the many
+	// role had reached a join or ended and before a timer of the join
+	// fired (an accept-proposal before every Participant has answered or
+	// the deadline for proposals has passed).
+	CodeJoinPending ErrorCode = "PE016"
 )
 
 // ErrorCodeInfo describes a protocol error code.
@@ -77,4 +83,5 @@ var ErrorCodes = []ErrorCodeInfo{
 	{CodeUnknownConversation, "unknown-conversation", "a message for an unknown conversation that cannot start one"},
 	{CodeRefused, "refused", "a message would open a conversation beyond the agent's limits"},
 	{CodeContentLimit, "content-limit", "the content breaks the content limits or holds a value JSON cannot carry"},
+	{CodeJoinPending, "join-pending", "a message a join decides was sent before the join was released"},
 }

@@ -307,6 +307,12 @@ func (h *Handler) sent(e *MessageEvent, out *Queue) error {
 			continue
 		}
 		applied := h.mode == Observe
+		if pr.manyRole >= 0 && sp.join && s.ticket == 0 && h.onlyAtJoins(mt.t.msg) {
+			h.protocolError(out, at, CodeJoinPending, i, m, applied, "%s sent by %s to %s before the join at state %s was released: %s neither reached it nor ended, and no timer of the join has fired", pr.msgs[mt.t.msg].name, policy.Quote(m.Sender), policy.Quote(s.peer), policy.Quote(sp.name), h.notAtJoin())
+			if !applied {
+				continue
+			}
+		}
 		if late, d := h.isLate(s, at, pr.roleIdx); late {
 			h.protocolError(out, at, CodeLate, i, m, applied, "%s sent by %s at %s, after the deadline %s of state %s", pr.msgs[mt.t.msg].name, policy.Quote(m.Sender), at.Format(time.RFC3339Nano), d.Format(time.RFC3339Nano), policy.Quote(sp.name))
 			if !applied {
@@ -323,6 +329,41 @@ func (h *Handler) sent(e *MessageEvent, out *Queue) error {
 		h.apply(i, mt.t, m, at, out, true)
 	}
 	return nil
+}
+
+// onlyAtJoins reports whether this role sends message type msg from no
+// state but joins and the initial one (whose sends open the conversation
+// to every peer at once): a message the join decides (accept-proposal, a
+// revised cfp), unlike one it may also send while sessions are still out
+// (cancel).
+func (h *Handler) onlyAtJoins(msg int) bool {
+	for k := range h.prog.states {
+		st := &h.prog.states[k]
+		if st.join || k == h.prog.initial {
+			continue
+		}
+		for j := range st.sends {
+			if st.sends[j].msg == msg {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// notAtJoin names, for a reason, the peers whose sessions have neither
+// reached a join nor ended, with the verb that fits how many they are.
+func (h *Handler) notAtJoin() string {
+	var peers []string
+	for i := range h.sessions {
+		if st := h.sessions[i].state; st >= 0 && !h.prog.states[st].join && !h.prog.states[st].terminal {
+			peers = append(peers, h.sessions[i].peer)
+		}
+	}
+	if len(peers) == 1 {
+		return policy.Quote(peers[0]) + " has"
+	}
+	return policy.QuoteList(peers, maxListed) + " have"
 }
 
 // allAtInitial reports whether no session has left the initial state,
