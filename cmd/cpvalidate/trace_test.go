@@ -61,9 +61,13 @@ var traceCases = []struct {
 	{name: "cnet-late-proposal", code: exitErrors},
 	{name: "cnet-not-understood", code: exitOK},
 	{name: "cnet-cancel", code: exitOK},
+	// An accept-proposal before every Participant has answered and before
+	// the deadline for proposals: the join was not released (PE016).
+	{name: "cnet-early-accept", code: exitErrors},
 	// The protocol library: traces named after their policy.
 	{name: "fipa-iterated-contract-net-rounds", code: exitOK},
 	{name: "fipa-iterated-contract-net-stale-accept", code: exitErrors},
+	{name: "fipa-iterated-contract-net-early-accept", code: exitErrors},
 	{name: "fipa-subscribe-cancel", code: exitOK},
 	{name: "fipa-subscribe-after-lease", code: exitErrors},
 	{name: "fipa-propose-accept", code: exitOK},
@@ -78,10 +82,15 @@ var traceCases = []struct {
 	{name: "brokered-exchange-after-done", bind: []string{"-bind", "Initiator=client"}, code: exitErrors},
 	{name: "english-auction-sold", code: exitOK}, // unfinished: the winner's fipa-request is a child policy
 	{name: "english-auction-low-bid", code: exitErrors},
+	{name: "english-auction-early-accept", code: exitErrors},
 	{name: "dutch-auction-sold", code: exitOK}, // unfinished: the winner's fipa-request is a child policy
 	{name: "dutch-auction-rising-call", code: exitErrors},
+	{name: "dutch-auction-early-accept", code: exitErrors},
 	{name: "contract-net-negotiation-counter", code: exitOK},
 	{name: "contract-net-negotiation-fourth-counter", code: exitErrors},
+	// After the early accept, s1's session never returns to the join, so
+	// the reject to s2 is early too.
+	{name: "contract-net-negotiation-early-accept", code: exitErrors},
 }
 
 // tracePolicyFor names the shipped policy a trace file is checked
