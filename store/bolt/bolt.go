@@ -7,19 +7,28 @@
 //	err = m.Resume(ctx)
 //
 // Every Commit is one bbolt transaction, synced to disk (fsync) before it
-// returns, unless WithoutSync: then a process that crashes loses nothing
+// returns, unless WithoutSync. A commit appends the conversations it
+// changed to a log, as one record under the next sequence number, so
+// that it writes a few pages however many conversations it changed;
+// once the log holds WithCheckpointSize bytes (8 MiB by default), a
+// commit folds it into the table of conversations, writing each one
+// once. Without sync, then a process that crashes loses nothing
 // (the operating system still writes the file), but a crash of the
 // machine or a power loss can lose the last commits or, as bbolt warns
 // for its NoSync mode, leave the file corrupt.
 package bolt
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"runtime/debug"
+	"slices"
+	"sync"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -28,12 +37,18 @@ import (
 	"github.com/parleyhq/parley/policy"
 )
 
-// formatVersion is the version of the records; a file of another
-// version is refused.
-const formatVersion = "1"
+// formatVersion is the version of the records. A file of format 1
+// (conversations as JSON, no log) is converted when it is opened; a file
+// of another version is refused.
+const formatVersion = "2"
+
+// defaultCheckpoint is the log size at which a commit folds the log into
+// the conversations (WithCheckpointSize).
+const defaultCheckpoint = 8 << 20
 
 var (
 	bucketConversations = []byte("conversations")
+	bucketLog           = []byte("log")
 	bucketOutbox        = []byte("outbox")
 	bucketMeta          = []byte("meta")
 	keyVersion          = []byte("version")
@@ -43,8 +58,9 @@ var (
 type Option func(*options)
 
 type options struct {
-	noSync  bool
-	timeout time.Duration
+	noSync     bool
+	timeout    time.Duration
+	checkpoint int
 }
 
 // WithoutSync commits without fsync: faster, and safe against a crash of
@@ -56,11 +72,23 @@ func WithoutSync() Option { return func(o *options) { o.noSync = true } }
 // holds the file (1 s by default): one file serves one manager at a time.
 func WithLockTimeout(d time.Duration) Option { return func(o *options) { o.timeout = d } }
 
+// WithCheckpointSize sets how many bytes of log a commit folds into the
+// table of conversations (8 MiB by default; at least 1). A larger log
+// makes checkpoints rarer and Load slower: Load reads the whole log.
+func WithCheckpointSize(n int) Option { return func(o *options) { o.checkpoint = max(n, 1) } }
+
 // Store is an agent.Store on one bbolt file. It is safe for concurrent
 // use.
 type Store struct {
-	db   *bbolt.DB
-	path string
+	db         *bbolt.DB
+	path       string
+	checkpoint int
+	// mu serialises commits; seq is the last log entry's number and
+	// logged the size of the log.
+	mu     sync.Mutex
+	seq    uint64
+	logged int
+	buf    []byte
 }
 
 var _ agent.Store = (*Store)(nil)
@@ -70,7 +98,7 @@ var _ agent.Store = (*Store)(nil)
 // format version is an error naming the file; Open never panics on a bad
 // file.
 func Open(path string, opts ...Option) (s *Store, err error) {
-	o := options{timeout: time.Second}
+	o := options{timeout: time.Second, checkpoint: defaultCheckpoint}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -89,11 +117,12 @@ func Open(path string, opts ...Option) (s *Store, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
+	st := &Store{db: db, path: path, checkpoint: o.checkpoint}
 	err = db.Update(func(tx *bbolt.Tx) error {
 		if info, err := os.Stat(path); err == nil && info.Size() < tx.Size() {
 			return fmt.Errorf("the file is truncated: %d bytes, its records need %d", info.Size(), tx.Size())
 		}
-		for _, b := range [][]byte{bucketConversations, bucketOutbox, bucketMeta} {
+		for _, b := range [][]byte{bucketConversations, bucketLog, bucketOutbox, bucketMeta} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -101,24 +130,62 @@ func Open(path string, opts ...Option) (s *Store, err error) {
 		meta := tx.Bucket(bucketMeta)
 		switch v := meta.Get(keyVersion); {
 		case v == nil:
-			return meta.Put(keyVersion, []byte(formatVersion))
+		case string(v) == "1":
+			if err := convertFormat1(tx); err != nil {
+				return err
+			}
 		case string(v) != formatVersion:
 			return fmt.Errorf("records of format %s, this version reads format %s", policy.Quote(string(v)), formatVersion)
 		}
-		return nil
+		if err := meta.Put(keyVersion, []byte(formatVersion)); err != nil {
+			return err
+		}
+		log := tx.Bucket(bucketLog)
+		if k, _ := log.Cursor().Last(); len(k) == 8 {
+			st.seq = binary.BigEndian.Uint64(k)
+		}
+		return log.ForEach(func(_, v []byte) error {
+			st.logged += len(v)
+			return nil
+		})
 	})
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
-	return &Store{db: db, path: path}, nil
+	return st, nil
+}
+
+// convertFormat1 rewrites the conversations of a format 1 file, stored
+// as JSON, as binary records. A record it cannot read is left as it is,
+// and Load reports it.
+func convertFormat1(tx *bbolt.Tx) error {
+	convs := tx.Bucket(bucketConversations)
+	recs := map[string][]byte{}
+	if err := convs.ForEach(func(k, v []byte) error {
+		var sc agent.StoredConversation
+		if json.Unmarshal(v, &sc) == nil && sc.ID == string(k) {
+			recs[sc.ID] = appendConversation(nil, &sc)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	for id, rec := range recs {
+		if err := convs.Put([]byte(id), rec); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Path returns the file's path.
 func (s *Store) Path() string { return s.path }
 
-// Load returns every record. A record it cannot read is left out and
-// named in the error, with the file; the others are returned.
+// Load returns every record: the conversations as the last checkpoint
+// left them, with the log applied in order, and the outbox. A record it
+// cannot read is left out and named in the error, with the file; the
+// others are returned.
 func (s *Store) Load() (st *agent.Stored, err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
@@ -128,14 +195,36 @@ func (s *Store) Load() (st *agent.Stored, err error) {
 	}()
 	st = &agent.Stored{}
 	var bad []error
+	convs := map[string]agent.StoredConversation{}
 	err = s.db.View(func(tx *bbolt.Tx) error {
 		if err := tx.Bucket(bucketConversations).ForEach(func(k, v []byte) error {
-			var sc agent.StoredConversation
-			if err := json.Unmarshal(v, &sc); err != nil || sc.ID != string(k) {
+			sc, err := decodeConversation(v)
+			if err != nil || sc.ID != string(k) {
 				bad = append(bad, fmt.Errorf("conversation %s: unreadable record", policy.Quote(string(k))))
 				return nil
 			}
-			st.Conversations = append(st.Conversations, sc)
+			convs[sc.ID] = sc
+			return nil
+		}); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketLog).ForEach(func(k, v []byte) error {
+			e, err := decodeEntry(v)
+			if err != nil || len(k) != 8 {
+				bad = append(bad, fmt.Errorf("log entry %x: unreadable record", k))
+				return nil
+			}
+			for _, rec := range e.put {
+				sc, err := decodeConversation(rec)
+				if err != nil {
+					bad = append(bad, fmt.Errorf("log entry %x: unreadable conversation", k))
+					continue
+				}
+				convs[sc.ID] = sc
+			}
+			for _, id := range e.del {
+				delete(convs, id)
+			}
 			return nil
 		}); err != nil {
 			return err
@@ -153,31 +242,35 @@ func (s *Store) Load() (st *agent.Stored, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("store %s: %w", s.path, err)
 	}
+	for _, id := range slices.Sorted(maps.Keys(convs)) {
+		st.Conversations = append(st.Conversations, convs[id])
+	}
 	if len(bad) > 0 {
 		return st, fmt.Errorf("store %s: %w", s.path, errors.Join(bad...))
 	}
 	return st, nil
 }
 
-// Commit applies b in one transaction: Put, then Delete, then Send,
+// Commit applies b in one transaction: the conversations it puts and
+// deletes go to the log as one entry (and the log into the conversations
+// when it has grown to the checkpoint size), then the outbox's Send,
 // Update and Acked.
 func (s *Store) Commit(b *agent.Batch) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var rec []byte
+	if len(b.Put)+len(b.Delete) > 0 {
+		s.buf = appendEntry(s.buf[:0], b.Put, b.Delete)
+		rec = s.buf
+	}
+	fold := s.logged+len(rec) >= s.checkpoint
 	err := s.db.Update(func(tx *bbolt.Tx) error {
-		convs, outbox := tx.Bucket(bucketConversations), tx.Bucket(bucketOutbox)
-		for i := range b.Put {
-			v, err := json.Marshal(&b.Put[i])
-			if err != nil {
-				return fmt.Errorf("conversation %s: %w", policy.Quote(b.Put[i].ID), err)
-			}
-			if err := convs.Put([]byte(b.Put[i].ID), v); err != nil {
+		if rec != nil {
+			if err := tx.Bucket(bucketLog).Put(seqKey(s.seq+1), rec); err != nil {
 				return err
 			}
 		}
-		for _, id := range b.Delete {
-			if err := convs.Delete([]byte(id)); err != nil {
-				return err
-			}
-		}
+		outbox := tx.Bucket(bucketOutbox)
 		for _, list := range [][]agent.OutboxEntry{b.Send, b.Update} {
 			for i := range list {
 				v, err := json.Marshal(&list[i])
@@ -194,12 +287,71 @@ func (s *Store) Commit(b *agent.Batch) error {
 				return err
 			}
 		}
+		if fold {
+			return foldLog(tx)
+		}
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("store %s: %w", s.path, err)
 	}
+	if rec != nil {
+		s.seq++
+	}
+	s.logged += len(rec)
+	if fold {
+		s.logged = 0
+	}
 	return nil
+}
+
+// foldLog applies the log to the conversations, each conversation's last
+// record once, and empties the log. An entry it cannot read stays in the
+// log, for Load to report.
+func foldLog(tx *bbolt.Tx) error {
+	log, convs := tx.Bucket(bucketLog), tx.Bucket(bucketConversations)
+	last := map[string][]byte{}
+	var gone, kept [][]byte
+	if err := log.ForEach(func(k, v []byte) error {
+		e, err := decodeEntry(v)
+		if err != nil {
+			kept = append(kept, k)
+			return nil
+		}
+		for _, rec := range e.put {
+			if id, err := recordID(rec); err == nil {
+				last[id] = rec
+			}
+		}
+		for _, id := range e.del {
+			delete(last, id)
+			if err := convs.Delete([]byte(id)); err != nil {
+				return err
+			}
+		}
+		gone = append(gone, k)
+		return nil
+	}); err != nil {
+		return err
+	}
+	for id, rec := range last {
+		if err := convs.Put([]byte(id), bytes.Clone(rec)); err != nil {
+			return err
+		}
+	}
+	if len(kept) > 0 {
+		for _, k := range gone {
+			if err := log.Delete(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := tx.DeleteBucket(bucketLog); err != nil {
+		return err
+	}
+	_, err := tx.CreateBucket(bucketLog)
+	return err
 }
 
 func seqKey(seq uint64) []byte { return binary.BigEndian.AppendUint64(nil, seq) }

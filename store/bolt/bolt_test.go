@@ -88,28 +88,47 @@ func TestABadFileIsAClearErrorNamingIt(t *testing.T) {
 }
 
 func TestAnUnreadableRecordLosesNoReadableOne(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "a.db")
-	s, err := bolt.Open(path)
-	require.NoError(t, err)
-	require.NoError(t, s.Commit(&agent.Batch{Put: []agent.StoredConversation{{ID: "c1"}, {ID: "c2"}}}))
-	require.NoError(t, s.Close())
-	db, err := bbolt.Open(path, 0o600, nil)
-	require.NoError(t, err)
-	require.NoError(t, db.Update(func(tx *bbolt.Tx) error {
-		return tx.Bucket([]byte("conversations")).Put([]byte("c1"), []byte("{broken"))
-	}))
-	require.NoError(t, db.Close())
+	tests := []struct {
+		name string
+		// opts are the store's: a checkpoint size of 1 folds every commit
+		// into the conversations at once.
+		opts   []bolt.Option
+		bucket string
+		key    []byte
+		want   string
+	}{
+		{"in the conversations", []bolt.Option{bolt.WithCheckpointSize(1)}, "conversations", []byte("c1"), `conversation "c1": unreadable record`},
+		{"in the log", nil, "log", []byte{0, 0, 0, 0, 0, 0, 0, 1}, "log entry 0000000000000001: unreadable record"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "a.db")
+			s, err := bolt.Open(path, tt.opts...)
+			require.NoError(t, err)
+			require.NoError(t, s.Commit(&agent.Batch{Put: []agent.StoredConversation{{ID: "c1"}}}))
+			require.NoError(t, s.Commit(&agent.Batch{Put: []agent.StoredConversation{{ID: "c2"}}}))
+			require.NoError(t, s.Close())
+			db, err := bbolt.Open(path, 0o600, nil)
+			require.NoError(t, err)
+			require.NoError(t, db.Update(func(tx *bbolt.Tx) error {
+				b := tx.Bucket([]byte(tt.bucket))
+				require.NotNil(t, b.Get(tt.key), "the record to break is there")
+				return b.Put(tt.key, []byte("\xff\xff\xff broken"))
+			}))
+			require.NoError(t, db.Close())
 
-	s, err = bolt.Open(path)
-	require.NoError(t, err)
-	defer s.Close()
-	st, err := s.Load()
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), path)
-	assert.Contains(t, err.Error(), `conversation "c1": unreadable record`)
-	require.NotNil(t, st)
-	require.Len(t, st.Conversations, 1)
-	assert.Equal(t, "c2", st.Conversations[0].ID)
+			s, err = bolt.Open(path)
+			require.NoError(t, err)
+			defer s.Close()
+			st, err := s.Load()
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), path)
+			assert.Contains(t, err.Error(), tt.want)
+			require.NotNil(t, st)
+			require.Len(t, st.Conversations, 1)
+			assert.Equal(t, "c2", st.Conversations[0].ID)
+		})
+	}
 }
 
 func TestOneFileServesOneManagerAtATime(t *testing.T) {
