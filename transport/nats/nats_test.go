@@ -1,0 +1,208 @@
+package nats_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	natsio "github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/parleyhq/parley/agent"
+	"github.com/parleyhq/parley/forms"
+	"github.com/parleyhq/parley/internal/natstest"
+	"github.com/parleyhq/parley/store/natskv"
+	natstransport "github.com/parleyhq/parley/transport/nats"
+)
+
+// each checks that every conversation ended with its result and that
+// alice and bob applied each of its messages exactly once.
+func each(t *testing.T, s *natstest.Site, alice *agent.Manager, ids []string) {
+	t.Helper()
+	for _, id := range ids {
+		assert.Equal(t, "result", natstest.Wait(t, alice, id))
+	}
+	for _, id := range ids {
+		assert.Equal(t, 1, s.Applied("bob", id, "request"), "bob applied the request of %s", id)
+		assert.Equal(t, 1, s.Applied("alice", id, "agree"), "alice applied the agree of %s", id)
+		assert.Equal(t, 1, s.Applied("alice", id, "inform"), "alice applied the result of %s", id)
+	}
+	assert.Empty(t, s.Codes())
+}
+
+func TestRequestConversationsOverJetStream(t *testing.T) {
+	s := natstest.NewSite(t)
+	_, err := s.Run("bob", "", natstest.Performer)
+	require.NoError(t, err)
+	alice, err := s.Run("alice", "", natstest.Initiator)
+	require.NoError(t, err)
+	var ids []string
+	for range 50 {
+		ids = append(ids, natstest.Request(t, alice.M, "bob"))
+	}
+	each(t, s, alice.M, ids)
+}
+
+func TestBrokerRestartMidConversation(t *testing.T) {
+	s := natstest.NewSite(t)
+	_, err := s.Run("bob", "", natstest.Performer)
+	require.NoError(t, err)
+	alice, err := s.Run("alice", "", natstest.Initiator)
+	require.NoError(t, err)
+	var ids []string
+	for range 20 {
+		ids = append(ids, natstest.Request(t, alice.M, "bob"))
+	}
+	s.Stop()
+	// While the server is down conversations pause: a new one starts and
+	// waits for its commit and its messages.
+	started := make(chan string, 1)
+	go func() {
+		id, err := alice.M.Start(context.Background(), agent.StartRequest{Policy: "fipa-request", Role: "Initiator", Peers: map[string][]string{"Participant": {"bob"}}})
+		assert.NoError(t, err)
+		started <- id
+	}()
+	time.Sleep(300 * time.Millisecond)
+	s.Start()
+	ids = append(ids, <-started)
+	for range 20 {
+		ids = append(ids, natstest.Request(t, alice.M, "bob"))
+	}
+	each(t, s, alice.M, ids)
+}
+
+// identitySite is a server with users alice, bob and mallory, each
+// allowed to publish only as itself, and an administrator that created
+// the stream and the bucket.
+func identitySite(t *testing.T) *natstest.Site {
+	admin := &server.User{Username: "admin", Password: "pw-admin"}
+	s := natstest.NewSite(t, admin, natstest.User("alice"), natstest.User("bob"), natstest.User("mallory"))
+	nc := s.Connect("admin")
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	ctx := context.Background()
+	_, err = js.CreateStream(ctx, natstransport.StreamConfig(natstransport.DefaultStream, natstransport.DefaultPrefix, natstransport.DefaultLimits))
+	require.NoError(t, err)
+	st, err := natskv.Open(ctx, nc, "setup") // creates the bucket
+	require.NoError(t, err)
+	require.NoError(t, st.Close())
+	return s
+}
+
+func TestAgentsWithSubjectPermissions(t *testing.T) {
+	s := identitySite(t)
+	_, err := s.Run("bob", "bob", natstest.Performer)
+	require.NoError(t, err)
+	alice, err := s.Run("alice", "alice", natstest.Initiator)
+	require.NoError(t, err)
+	each(t, s, alice.M, []string{natstest.Request(t, alice.M, "bob")})
+}
+
+func TestTheServerRefusesAnAgentClaimingAnotherName(t *testing.T) {
+	s := identitySite(t)
+	bob, err := s.Run("bob", "bob", natstest.Performer)
+	require.NoError(t, err)
+	msg := &forms.Message{Performative: "request", Sender: "alice", Receivers: []string{"bob"}, Protocol: "fipa-request", ConversationID: "alice-forged", ReplyWith: "r1", Content: map[string]any{"action": "paint"}}
+	data, err := json.Marshal(msg)
+	require.NoError(t, err)
+	ctx := context.Background()
+
+	t.Run("name=publish on alice's subject", func(t *testing.T) {
+		refused := make(chan error, 1)
+		nc := s.Connect("mallory", natsio.ErrorHandler(func(_ *natsio.Conn, _ *natsio.Subscription, err error) {
+			select {
+			case refused <- err:
+			default:
+			}
+		}))
+		js, err := jetstream.New(nc)
+		require.NoError(t, err)
+		ctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		_, err = js.Publish(ctx, natstransport.DefaultPrefix+".bob.alice", data)
+		require.Error(t, err, "no stream stored it")
+		select {
+		case err := <-refused:
+			assert.ErrorIs(t, err, natsio.ErrPermissionViolation)
+			assert.ErrorContains(t, err, "parley.msg.bob.alice")
+		case <-time.After(5 * time.Second):
+			t.Fatal("the server did not refuse the publish")
+		}
+		assert.Equal(t, 0, bob.M.Len(), "bob opened no conversation")
+	})
+	t.Run("name=a transport as alice", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		nc := s.Connect("mallory")
+		_, err := natstransport.New(ctx, nc, "alice", natstransport.WithoutSetup())
+		require.Error(t, err, "mallory cannot create alice's consumer")
+		_, err = natskv.Open(ctx, nc, "alice")
+		require.Error(t, err, "mallory cannot take alice's lease")
+	})
+	t.Run("name=alice in the payload, on mallory's subject", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		nc := s.Connect("mallory")
+		js, err := jetstream.New(nc)
+		require.NoError(t, err)
+		_, err = js.Publish(ctx, natstransport.DefaultPrefix+".bob.mallory", data)
+		require.NoError(t, err, "mallory may publish as herself")
+		require.Eventually(t, func() bool { return len(s.Codes()) > 0 }, 5*time.Second, 10*time.Millisecond, "bob refuses the message")
+		assert.Equal(t, 0, bob.M.Len(), "bob opened no conversation")
+	})
+}
+
+func TestSendRefusesAnotherSender(t *testing.T) {
+	s := natstest.NewSite(t)
+	tr, err := natstransport.New(context.Background(), s.Connect(""), "alice")
+	require.NoError(t, err)
+	err = tr.Send(context.Background(), &forms.Message{Performative: "inform", Sender: "bob", Receivers: []string{"carol"}})
+	assert.ErrorIs(t, err, agent.ErrSender)
+}
+
+func TestNamesAndLimits(t *testing.T) {
+	s := natstest.NewSite(t)
+	nc := s.Connect("")
+	ctx := context.Background()
+	tests := []struct {
+		name string
+		self string
+		opts []natstransport.Option
+	}{
+		{name: "a dot in the name", self: "a.b"},
+		{name: "a wildcard in the name", self: "a*"},
+		{name: "an empty name", self: ""},
+		{name: "a wildcard in the prefix", self: "alice", opts: []natstransport.Option{natstransport.WithPrefix("parley.>")}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := natstransport.New(ctx, nc, tt.self, tt.opts...)
+			assert.Error(t, err)
+		})
+	}
+	t.Run("name=a message over the limit", func(t *testing.T) {
+		tr, err := natstransport.New(ctx, nc, "alice", natstransport.WithStream("SMALL"), natstransport.WithPrefix("small"),
+			natstransport.WithLimits(natstransport.Limits{MaxMessageBytes: 512}))
+		require.NoError(t, err)
+		big := &forms.Message{Performative: "inform", Sender: "alice", Receivers: []string{"bob"}, Content: map[string]any{"pad": string(make([]byte, 600))}}
+		assert.ErrorContains(t, tr.Send(ctx, big), "over the limit")
+	})
+	t.Run("name=more messages from one sender than the limit", func(t *testing.T) {
+		tr, err := natstransport.New(ctx, nc, "alice", natstransport.WithStream("FEW"), natstransport.WithPrefix("few"),
+			natstransport.WithLimits(natstransport.Limits{MaxPerSender: 3}))
+		require.NoError(t, err)
+		var errs []error
+		for i := range 5 {
+			m := &forms.Message{Performative: "inform", Sender: "alice", Receivers: []string{"bob"}, ReplyWith: string(rune('a' + i))}
+			errs = append(errs, tr.Send(ctx, m))
+		}
+		assert.NoError(t, errors.Join(errs[:3]...))
+		assert.Error(t, errs[3], "bob has three waiting from alice")
+		assert.Error(t, errs[4])
+	})
+}
