@@ -32,6 +32,16 @@ func (o Offset) String() string { return time.Duration(o).String() }
 // MarshalText renders the offset as String does.
 func (o Offset) MarshalText() ([]byte, error) { return []byte(o.String()), nil }
 
+// UnmarshalText reads a Go duration.
+func (o *Offset) UnmarshalText(text []byte) error {
+	d, err := time.ParseDuration(string(text))
+	if err != nil {
+		return err
+	}
+	*o = Offset(d)
+	return nil
+}
+
 // Step is one step of a witness. Agent takes it, playing Role; Serial
 // numbers the messages of the witness, so that a receive names its send.
 type Step struct {

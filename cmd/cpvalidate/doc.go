@@ -9,6 +9,7 @@
 //	cpvalidate [-format text|json|sarif] [-max N] [-q] PATH...
 //	cpvalidate convert -to yaml|xml [-o FILE] FILE
 //	cpvalidate graph [-format mermaid|dot] [-role ROLE] FILE
+//	cpvalidate explore [-format text|json|mermaid] [-max-states N] [-buffer N] [-instances N] PATH...
 //	cpvalidate trace [-bind ROLE=agent[,agent...]]... [-format text|json] [-max N] POLICY TRACE
 //	cpvalidate replay [-agent NAME] [-conversation ID] POLICY... JOURNAL STORE
 //	cpvalidate lsp [-log FILE]

@@ -33,7 +33,7 @@ type command struct {
 }
 
 // commands lists the commands; validateCommand, named "", is the default.
-var commands = []*command{validateCommand, convertCommand, graphCommand, traceCommand, replayCommand, lspCommand}
+var commands = []*command{validateCommand, convertCommand, graphCommand, exploreCommand, traceCommand, replayCommand, lspCommand}
 
 func commandNamed(name string) *command {
 	for _, c := range commands {
@@ -46,7 +46,9 @@ func commandNamed(name string) *command {
 
 // subcommands are the names that select a command as the first argument;
 // any other first argument is a path to validate.
-func subcommands() []string { return []string{"convert", "graph", "trace", "replay", "lsp", "help"} }
+func subcommands() []string {
+	return []string{"convert", "graph", "explore", "trace", "replay", "lsp", "help"}
+}
 
 // run is the whole program: it parses args, runs the command they name
 // and returns the exit code.
@@ -55,7 +57,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		switch args[0] {
 		case "help":
 			return runHelp(args[1:], stdout, stderr)
-		case "convert", "graph", "trace", "replay", "lsp":
+		case "convert", "graph", "explore", "trace", "replay", "lsp":
 			return runCommand(commandNamed(args[0]), args[1:], stdout, stderr)
 		}
 		// A first argument that looks like a command but is no file is

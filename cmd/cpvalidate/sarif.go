@@ -7,9 +7,11 @@ import (
 	"net/url"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/parleyhq/parley/explore"
 	"github.com/parleyhq/parley/policy"
 )
 
@@ -120,6 +122,12 @@ type sarifRegion struct {
 }
 
 // sarifLevel maps a severity to a SARIF level.
+// allCodes lists every diagnostic code: the load and static checks'
+// (policy.Codes), then the exploration's (explore.Codes).
+func allCodes() []policy.CodeInfo {
+	return append(slices.Clip(policy.Codes), explore.Codes...)
+}
+
 func sarifLevel(s policy.Severity) string {
 	switch s {
 	case policy.SeverityError:
@@ -136,13 +144,13 @@ func writeSARIF(w io.Writer, rep *report, max int) error {
 			Name:           sarifToolName,
 			Version:        toolVersion(),
 			InformationURI: toolURI,
-			Rules:          make([]sarifRule, 0, len(policy.Codes)),
+			Rules:          make([]sarifRule, 0, len(allCodes())),
 		}},
 		ColumnKind: "utf16CodeUnits",
 		Results:    []sarifResult{},
 	}
 	ruleIndex := map[policy.Code]int{}
-	for i, c := range policy.Codes {
+	for i, c := range allCodes() {
 		ruleIndex[c.Code] = i
 		help := codesDocsURI + strings.ToLower(string(c.Code))
 		run.Tool.Driver.Rules = append(run.Tool.Driver.Rules, sarifRule{

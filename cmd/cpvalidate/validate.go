@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/parleyhq/parley/engine"
+	"github.com/parleyhq/parley/explore"
 	"github.com/parleyhq/parley/policies"
 	"github.com/parleyhq/parley/policy"
 )
@@ -24,6 +25,7 @@ Usage:
   cpvalidate [flags] PATH...
   cpvalidate convert -to yaml|xml [-o FILE] FILE
   cpvalidate graph [-format mermaid|dot] [-role ROLE] FILE
+  cpvalidate explore [-format text|json|mermaid] [-max-states N] [-buffer N] [-instances N] PATH...
   cpvalidate trace [-bind ROLE=agent[,agent...]]... [-format text|json] [-max N] POLICY TRACE
   cpvalidate replay [-agent NAME] [-conversation ID] POLICY... JOURNAL STORE
   cpvalidate lsp [-log FILE]
@@ -33,6 +35,7 @@ Commands:
   (none)   validate the policy files at PATH...
   convert  convert a policy between YAML and CP-XML, losslessly
   graph    draw a policy, or one role's projection, as a diagram
+  explore  run every role together and look for deadlocks, orphan messages and races
   trace    check a recorded conversation (JSON Lines) against a policy
   replay   rebuild an agent's conversations from its journal, against its store
   lsp      serve editors over the Language Server Protocol (stdin/stdout)
@@ -42,7 +45,10 @@ A PATH that is a directory stands for every .yaml, .yml and .xml file
 under it, recursively; hidden files and directories are skipped, and so
 are symbolic links and other files that are not regular files (each with
 a note on stderr): a walk never follows a link out of the directory. A
-PATH named on the command line may be a link. At most ` + fmt.Sprint(policy.DefaultLimits.MaxBytes) + ` bytes
+PATH named on the command line may be a link. A policy of at most ` + fmt.Sprint(exploreThreshold) + `
+states that passes the static checks is also explored as "cpvalidate
+explore" does, visiting at most -explore-states global states; -explore=false
+turns that off and -explore-all explores every policy. At most ` + fmt.Sprint(policy.DefaultLimits.MaxBytes) + ` bytes
 (` + fmt.Sprint(policy.DefaultLimits.MaxBytes>>20) + ` MiB) of a file are read; a larger one is a CP006 error. Child
 policies are looked up by name among the policies given, then among the
 policies Parley ships.
@@ -65,9 +71,12 @@ line per policy file and the totals. Diagnostics are sorted by position.
 }
 
 type validateOptions struct {
-	format *enumFlag
-	max    int
-	quiet  bool
+	format        *enumFlag
+	max           int
+	quiet         bool
+	explore       bool
+	exploreAll    bool
+	exploreStates int
 }
 
 func validateFlags(fs *flag.FlagSet) any {
@@ -75,6 +84,9 @@ func validateFlags(fs *flag.FlagSet) any {
 	fs.Var(o.format, "format", "output format, `text|json|sarif` (sarif is SARIF 2.1.0, for GitHub code scanning)")
 	fs.IntVar(&o.max, "max", 200, "print at most `N` diagnostics, then \"... and N more diagnostics\"; 0 means no limit")
 	fs.BoolVar(&o.quiet, "q", false, "quiet: print only the diagnostics, without the per-policy lines and totals (text format)")
+	fs.BoolVar(&o.explore, "explore", true, fmt.Sprintf("explore each policy of at most %d states that checks clean (see cpvalidate explore)", exploreThreshold))
+	fs.BoolVar(&o.exploreAll, "explore-all", false, "explore every policy that checks clean, whatever its size")
+	fs.IntVar(&o.exploreStates, "explore-states", validateExploreStates, fmt.Sprintf("an exploration visits at most `N` global states (at most %d)", explore.MaxStatesLimit))
 	return o
 }
 
@@ -101,6 +113,8 @@ type report struct {
 	ioErrors []error
 	// notes are what the directory walks skipped, and why.
 	notes []string
+	// resolve finds child policies: among the files, then the shipped.
+	resolve policy.Resolver
 }
 
 func (r *report) totals() (ok, errs, warns int) {
@@ -124,6 +138,9 @@ func runValidate(c *command, opts any, args []string, stdout, stderr io.Writer) 
 	if o.max < 0 {
 		return c.usageError(stderr, "-max must be 0 (no limit) or more, not %d", o.max)
 	}
+	if o.exploreStates < 1 || o.exploreStates > explore.MaxStatesLimit {
+		return c.usageError(stderr, "-explore-states must be 1 to %d, not %d", explore.MaxStatesLimit, o.exploreStates)
+	}
 	files, notes, errs := expandPaths(args)
 	for _, n := range notes {
 		fmt.Fprintf(stderr, "cpvalidate: note: %s\n", n)
@@ -139,6 +156,12 @@ func runValidate(c *command, opts any, args []string, stdout, stderr io.Writer) 
 	for _, err := range rep.ioErrors {
 		fmt.Fprintf(stderr, "cpvalidate: %v\n", err)
 	}
+	if o.explore || o.exploreAll {
+		if err := exploreSmall(rep, o.exploreStates, o.exploreAll); err != nil {
+			fmt.Fprintf(stderr, "cpvalidate: %v\n", err)
+			return exitUsage
+		}
+	}
 	var err error
 	switch o.format.value {
 	case "json":
@@ -152,18 +175,7 @@ func runValidate(c *command, opts any, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintf(stderr, "cpvalidate: writing the report: %v\n", err)
 		return exitUsage
 	}
-	switch {
-	case len(rep.ioErrors) > 0:
-		return exitUsage
-	case rep.diags.HasErrors():
-		return exitErrors
-	}
-	for _, f := range rep.files {
-		if !f.ok() {
-			return exitErrors
-		}
-	}
-	return exitOK
+	return rep.exitCode()
 }
 
 // expandPaths turns the command line's paths into policy files, in order,
@@ -283,6 +295,7 @@ func validateFiles(paths []string) *report {
 		}
 		return policies.Resolve(name)
 	}
+	rep.resolve = resolve
 	for _, f := range rep.files {
 		if f.policy != nil {
 			// The engine's own check-then-compile step: what validates
