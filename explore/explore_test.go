@@ -29,7 +29,7 @@ const caseDir = "../testdata/explore"
 var caseNameRE = regexp.MustCompile(`^(CP1\d\d)-[a-z0-9-]+\.yaml$`)
 
 // compile loads and checks a case file; it must check clean.
-func compile(t *testing.T, name string) *engine.Compiled {
+func compile(t testing.TB, name string) *engine.Compiled {
 	t.Helper()
 	src, err := os.ReadFile(filepath.Join(caseDir, name))
 	require.NoError(t, err)
