@@ -334,3 +334,35 @@ func TestAMessageThatFailedToSendIsNotOvertakenByLaterOnes(t *testing.T) {
 	assert.Equal(t, "result", outcome)
 	assert.Empty(t, s.codes, "the agree came before the inform")
 }
+
+// TestAStoredMessageWaitsForATransportWithoutAnError: Resume sends the
+// outbox before the manager is connected to its bus, and each of those
+// sends used to be reported as a failure ("no transport").
+func TestAStoredMessageWaitsForATransportWithoutAnError(t *testing.T) {
+	s := newSite(t)
+	alice := s.start("alice", initiator)
+	bob := s.start("bob", performer)
+	s.stop(bob) // bob is down: alice's request stays in her outbox
+	conv := request(t, alice)
+	s.settle()
+	var mu sync.Mutex
+	var failures []error
+	alice = s.restart(alice, initiator, agent.WithObserver(func(o agent.Observation) {
+		if o.Err != nil {
+			mu.Lock()
+			failures = append(failures, o.Err)
+			mu.Unlock()
+		}
+	}))
+	s.start("bob", performer)
+	s.clock.Advance(agent.DefaultLimits.RetryInterval)
+	s.settle()
+	outcome, err := alice.Wait(context.Background(), conv)
+	require.NoError(t, err)
+	assert.Equal(t, "result", outcome)
+	mu.Lock()
+	defer mu.Unlock()
+	for _, err := range failures {
+		assert.NotContains(t, err.Error(), "no transport")
+	}
+}
