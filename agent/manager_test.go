@@ -18,6 +18,7 @@ import (
 	"github.com/parleyhq/parley/decision"
 	"github.com/parleyhq/parley/engine"
 	"github.com/parleyhq/parley/forms"
+	"github.com/parleyhq/parley/membership"
 	"github.com/parleyhq/parley/policies"
 	"github.com/parleyhq/parley/policy"
 	"github.com/parleyhq/parley/trace"
@@ -180,7 +181,7 @@ func TestManagerRunsEachFIPAPolicyEndToEnd(t *testing.T) {
 
 	t.Run("contract net", func(t *testing.T) {
 		w := newWorld(t)
-		dir := agent.NewDirectory()
+		group := membership.New(w.clock)
 		for i, price := range []float64{30, 10, 20} {
 			name := fmt.Sprintf("p%d", i+1)
 			w.agent(name, decision.Func(func(_ context.Context, req *decision.Request) (decision.Answer, error) {
@@ -192,8 +193,18 @@ func TestManagerRunsEachFIPAPolicyEndToEnd(t *testing.T) {
 				}
 				return decision.Answer{}, nil
 			}))
-			dir.Register(name, "fipa-contract-net", "Participant")
+			require.NoError(t, group.Register(membership.Registration{Name: name, Role: "Participant", Capabilities: []string{"t"}, Capacity: 1}))
+			require.NoError(t, group.Heartbeat(name))
 		}
+		// Members the call must leave out, none of them on the bus: one
+		// that never sent a heartbeat, one without room for a task and
+		// one without the capability.
+		require.NoError(t, group.Register(membership.Registration{Name: "silent", Capabilities: []string{"t"}}))
+		require.NoError(t, group.Register(membership.Registration{Name: "busy", Capabilities: []string{"t"}, Capacity: 1}))
+		require.NoError(t, group.Heartbeat("busy"))
+		require.NoError(t, group.StartTask("busy"))
+		require.NoError(t, group.Register(membership.Registration{Name: "other", Capabilities: []string{"u"}}))
+		require.NoError(t, group.Heartbeat("other"))
 		buyer := w.agent("buyer", decision.Func(func(_ context.Context, req *decision.Request) (decision.Answer, error) {
 			switch req.Point {
 			case "start":
@@ -212,7 +223,7 @@ func TestManagerRunsEachFIPAPolicyEndToEnd(t *testing.T) {
 			return decision.Answer{}, nil
 		}))
 		ctx := context.Background()
-		conv, err := buyer.Start(ctx, agent.StartRequest{Policy: "fipa-contract-net", Role: "Initiator", Peers: map[string][]string{"Participant": dir.Lookup("fipa-contract-net", "Participant")}})
+		conv, err := buyer.Start(ctx, agent.StartRequest{Policy: "fipa-contract-net", Role: "Initiator", Peers: map[string][]string{"Participant": group.Available("t")}})
 		require.NoError(t, err)
 		w.settle()
 		outcome, err := buyer.Wait(ctx, conv)

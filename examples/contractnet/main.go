@@ -28,6 +28,7 @@ import (
 	"github.com/parleyhq/parley/decision"
 	"github.com/parleyhq/parley/engine"
 	"github.com/parleyhq/parley/forms"
+	"github.com/parleyhq/parley/membership"
 	"github.com/parleyhq/parley/policies"
 	"github.com/parleyhq/parley/policy"
 	"github.com/parleyhq/parley/trace"
@@ -84,7 +85,9 @@ func run(ctx context.Context, out, journal io.Writer, cfg config) error {
 		return err
 	}
 	bus := agent.NewBus()
-	dir := agent.NewDirectory()
+	// The carriers join a group, with a heartbeat each; the buyer calls
+	// for proposals to every healthy carrier with room for the job.
+	carrierGroup := membership.New(agent.RealClock())
 	j := trace.NewWriter(journal)
 	quiet := slog.New(slog.DiscardHandler)
 	start := time.Now()
@@ -143,7 +146,12 @@ func run(ctx context.Context, out, journal io.Writer, cfg config) error {
 		if err != nil {
 			return err
 		}
-		dir.Register(c.name, "fipa-contract-net", "Participant")
+		if err := carrierGroup.Register(membership.Registration{Name: c.name, Role: "Participant", Capabilities: []string{"transport"}, Capacity: 1}); err != nil {
+			return err
+		}
+		if err := carrierGroup.Heartbeat(c.name); err != nil {
+			return err
+		}
 	}
 
 	buyer, err := newAgent("buyer", agent.WithDecider(decision.Func(func(_ context.Context, req *decision.Request) (decision.Answer, error) {
@@ -158,7 +166,7 @@ func run(ctx context.Context, out, journal io.Writer, cfg config) error {
 	if err != nil {
 		return err
 	}
-	bidders := dir.Lookup("fipa-contract-net", "Participant")
+	bidders := carrierGroup.Available("transport")
 	conv, err := buyer.Start(ctx, agent.StartRequest{Policy: "fipa-contract-net", Role: "Initiator", Peers: map[string][]string{"Participant": bidders}, Data: map[string]any{"crates": 40}})
 	if err != nil {
 		return err
