@@ -48,7 +48,9 @@ func main() {
 	defer stop()
 	switch {
 	case *listen != "" && *callURL == "":
-		err := serve(ctx, *listen, *url, func(card string) { fmt.Printf("painter serves A2A at %s (agent card: %s.well-known/agent-card.json)\n", card, card) })
+		err := serve(ctx, *listen, *url, func(card string) {
+			fmt.Printf("painter serves A2A at %s (agent card: %s.well-known/agent-card.json)\n", card, card)
+		})
 		if err != nil {
 			log.Fatal(err)
 		}
