@@ -65,9 +65,15 @@ func TestCheckDeterminism(t *testing.T) {
 			edits: []edit{{"      - {send: agree, from: Participant, to: Initiator, next: agreed}\n", "      - {send: agree, from: Participant, to: Initiator, guard: content.price == 0, next: done}\n      - {send: agree, from: Participant, to: Initiator, next: agreed}\n"}},
 		},
 		{
-			name:    "a transition after an unguarded one with the same message is shadowed",
-			edits:   []edit{{"      - {send: agree, from: Participant, to: Initiator, next: agreed}\n", "      - {send: agree, from: Participant, to: Initiator, next: agreed}\n      - {send: agree, from: Participant, to: Initiator, guard: content.price == 0, next: done}\n"}},
+			name:    "a transition after an unguarded one with the same message and next state is shadowed",
+			edits:   []edit{{"      - {send: agree, from: Participant, to: Initiator, next: agreed}\n", "      - {send: agree, from: Participant, to: Initiator, next: agreed}\n      - {send: agree, from: Participant, to: Initiator, guard: content.price == 0, next: agreed}\n"}},
 			want:    []string{`test.yaml:18:9: warning: this send-message transition in state "requested" is never taken: an earlier one with the same message ("agree" from "Participant" to "Initiator") and no guard always matches first [CP017]`},
+			related: []string{"test.yaml:17:9: the earlier transition"},
+		},
+		{
+			name:    "the same message twice leading to different states is an error",
+			edits:   []edit{{"      - {send: agree, from: Participant, to: Initiator, next: agreed}\n", "      - {send: agree, from: Participant, to: Initiator, next: agreed}\n      - {send: agree, from: Participant, to: Initiator, guard: content.price == 0, next: done}\n"}},
+			want:    []string{`test.yaml:18:9: error: state "requested" has the same message ("agree" from "Participant" to "Initiator") twice, leading to "agreed" and to "done": the earlier one has no guard and always matches first, so this branch can never be taken; give the earlier one a guard, or send another message here [CP016]`},
 			related: []string{"test.yaml:17:9: the earlier transition"},
 		},
 		{

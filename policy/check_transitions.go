@@ -7,7 +7,9 @@ import "fmt"
 //
 //   - a later transition with the same trigger (sender, receiver and
 //     message; timer; child outcome) as an earlier unguarded one is
-//     shadowed: it can never be taken;
+//     shadowed: it can never be taken; for a message that leads to
+//     another state, an error (the second branch is dead), else a
+//     warning;
 //   - two message types with the same performative from the same sender
 //     that the receiver cannot classify apart (neither has a match rule, or
 //     both have the same one) are nondeterministic;
@@ -32,6 +34,10 @@ func checkDeterminism(c *checker) {
 				tr = trigger{kind: t.Kind, a: t.Timer.Name}
 			case ChildReturn:
 				tr = trigger{kind: t.Kind, a: t.Outcome}
+			}
+			if first, ok := unguarded[tr]; ok && t.Kind == SendMessage && first.Next.Name != t.Next.Name {
+				c.d.errorf(CodeNondeterministic, t.Pos, "state %s has the same message (%s from %s to %s) twice, leading to %s and to %s: the earlier one has no guard and always matches first, so this branch can never be taken; give the earlier one a guard, or send another message here", Quote(s.Name), Quote(t.Message.Name), Quote(t.From.Name), Quote(t.To.Name), Quote(first.Next.Name), Quote(t.Next.Name)).related(first.Pos, "the earlier transition")
+				continue
 			}
 			if first, ok := unguarded[tr]; ok {
 				c.d.warnf(CodeShadowed, t.Pos, "this %s transition in state %s is never taken: an earlier one with the same %s and no guard always matches first", t.Kind, Quote(s.Name), triggerName(t)).related(first.Pos, "the earlier transition")
