@@ -79,3 +79,28 @@ func TestGeneratedPolicyIsClean(t *testing.T) {
 		t.Fatal(ds)
 	}
 }
+
+// repeatedAttributes writes a CP-XML policy whose one state repeats its
+// name attribute n times: the shape that made the XML loader's position
+// search quadratic (each repeat searched the tag from its start), so
+// that a fuzzer's mutations of it ran at a few executions a second.
+func repeatedAttributes(n int) []byte {
+	return []byte(`<policy name="p" version="1"><role name="A"/><state name="s"` +
+		strings.Repeat(` name="s"`, n) + `/></policy>`)
+}
+
+func BenchmarkLoadXMLRepeatedAttributes(b *testing.B) {
+	for _, n := range []int{1_000, 10_000} {
+		src := repeatedAttributes(n)
+		b.Run(fmt.Sprintf("attrs=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(src)))
+			for b.Loop() {
+				if _, ds := policy.LoadXML("repeated.xml", src); len(ds) != n {
+					b.Fatalf("%d diagnostics, want %d", len(ds), n)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/attr")
+		})
+	}
+}

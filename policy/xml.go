@@ -8,17 +8,16 @@ import (
 	"io"
 	"strings"
 	"time"
-
-	"github.com/beevik/etree"
 )
 
 // LoadXML loads a policy from CP-XML. Like LoadYAML, it returns the policy
 // it could build (nil only when the file is not well-formed XML) and every
 // problem found, each at its position in filename.
 //
-// etree keeps no positions, so the loader first walks the file with
-// encoding/xml, recording where each element (and so each attribute and
-// text) starts, and pairs those with etree's elements in document order.
+// The loader reads the file once with encoding/xml into a small element
+// tree that keeps the offset of each start tag, so every element, attribute
+// and text has its position without a second parse; the time and memory it
+// takes grow linearly with the file, whatever its shape.
 func LoadXML(filename string, src []byte, opts ...LoadOption) (*Policy, Diagnostics) {
 	o := newLoadOptions(opts)
 	l := &xmlLoader{file: filename, src: src, limits: o.limits, lines: lineStarts(src)}
@@ -26,24 +25,8 @@ func LoadXML(filename string, src []byte, opts ...LoadOption) (*Policy, Diagnost
 		l.d.errorf(CodeLimit, Pos{File: filename, Line: 1, Col: 1}, "file is %d bytes, more than the limit of %d", len(src), o.limits.MaxBytes)
 		return nil, l.d.list
 	}
-	if !l.scan() {
-		return nil, l.d.list
-	}
-	doc := etree.NewDocument()
-	doc.ReadSettings.PreserveDuplicateAttrs = true
-	doc.ReadSettings.PreserveCData = true
-	if err := doc.ReadFromBytes(src); err != nil {
-		l.d.errorf(CodeSyntax, Pos{File: filename, Line: 1, Col: 1}, "%s", clipMessage(err.Error()))
-		return nil, l.d.list
-	}
-	root := doc.Root()
+	root := l.parse()
 	if root == nil {
-		l.d.errorf(CodeSyntax, Pos{File: filename, Line: 1, Col: 1}, "no root element: a CP-XML file holds one <policy> element")
-		return nil, l.d.list
-	}
-	l.index(root)
-	if len(l.elems) != len(l.starts) {
-		l.d.errorf(CodeSyntax, Pos{File: filename, Line: 1, Col: 1}, "internal: element positions do not line up (%d elements, %d start tags)", len(l.elems), len(l.starts))
 		return nil, l.d.list
 	}
 	p := l.policy(root)
@@ -54,95 +37,219 @@ func LoadXML(filename string, src []byte, opts ...LoadOption) (*Policy, Diagnost
 	return p, l.d.list
 }
 
+// xel is an element of a CP-XML file.
+type xel struct {
+	// tag is the element's local name; a namespace prefix is dropped.
+	tag string
+	// attr holds the attributes in file order, repeats included, with
+	// the prefix of a prefixed name in Space.
+	attr []xml.Attr
+	// start and end are the offsets of the start tag and just past it.
+	start, end int
+	// text is the character data before the first child element,
+	// processing instruction or directive (comments are skipped), as
+	// etree's Element.Text reads it.
+	text string
+	// stray holds each piece of character data in the element that is
+	// not blank (a CDATA section always counts), in file order.
+	stray []string
+	elems []*xel
+}
+
 type xmlLoader struct {
 	file   string
 	src    []byte
 	lines  []int
 	limits Limits
 	d      diags
-	// starts[i] and ends[i] are the offsets of the i-th start tag (in
-	// document order) and just past it.
-	starts, ends []int
-	elems        map[*etree.Element]int
+	// offs is scratch space for attribute value offsets.
+	offs []int
+	// blanks interns blank character data: indentation repeats.
+	blanks map[string]string
 }
 
-// scan walks the file with encoding/xml to find element offsets and
-// report syntax errors at their position.
-func (l *xmlLoader) scan() bool {
+// xmlFrame is an element being read, with the text before its first
+// child: text is still open while leading is true.
+type xmlFrame struct {
+	e       *xel
+	name    xml.Name
+	leading bool
+	pieces  int
+	buf     []byte
+}
+
+// parse reads the file into a tree of xel, reporting syntax errors at
+// their position, and returns the root element, or nil after an error.
+func (l *xmlLoader) parse() *xel {
 	dec := xml.NewDecoder(bytes.NewReader(l.src))
-	depth := 0
+	var stack []xmlFrame
+	var root *xel
+	elements := 0
+	syntax := func(pos Pos, msg string) *xel {
+		l.d.errorf(CodeSyntax, pos, "%s", clipMessage(msg))
+		return nil
+	}
 	for {
 		off := int(dec.InputOffset())
-		// Token, not RawToken: it checks that end tags match, so a mismatch
-		// is reported where it is rather than by etree at 1:1.
-		tok, err := dec.Token()
-		if errors.Is(err, io.EOF) {
-			if depth > 0 {
-				l.d.errorf(CodeSyntax, l.posAt(len(l.src)), "unexpected end of file: %d element(s) not closed", depth)
-				return false
+		// RawToken keeps namespace prefixes as they are written (as etree
+		// does); end tags are matched here, as Token would, so that a
+		// mismatch is reported where it is.
+		tok, err := dec.RawToken()
+		if tok == nil && errors.Is(err, io.EOF) {
+			if len(stack) > 0 {
+				return syntax(l.posAt(len(l.src)), fmt.Sprintf("unexpected end of file: %d element(s) not closed", len(stack)))
 			}
-			if len(l.starts) == 0 {
-				l.d.errorf(CodeSyntax, Pos{File: l.file, Line: 1, Col: 1}, "no root element: a CP-XML file holds one <policy> element")
-				return false
+			if root == nil {
+				return syntax(Pos{File: l.file, Line: 1, Col: 1}, "no root element: a CP-XML file holds one <policy> element")
 			}
-			return true
+			return root
 		}
-		if err != nil {
+		if tok == nil && err != nil {
 			line, col := dec.InputPos()
-			var se *xml.SyntaxError
 			msg := err.Error()
+			var se *xml.SyntaxError
 			if errors.As(err, &se) {
 				msg = se.Msg
 				switch {
-				case msg == "unexpected EOF" && depth > 0:
-					msg = fmt.Sprintf("unexpected end of file: %d element(s) not closed", depth)
+				case msg == "unexpected EOF" && len(stack) > 0:
+					msg = fmt.Sprintf("unexpected end of file: %d element(s) not closed", len(stack))
 				case strings.HasPrefix(msg, "invalid character entity &"):
 					msg += "; in an expression, write && as &amp;&amp; or put the expression in <![CDATA[ ... ]]>"
 				case msg == "expected element name after <":
 					msg += "; in an expression, write < as &lt; or put the expression in <![CDATA[ ... ]]>"
 				}
 			}
-			l.d.errorf(CodeSyntax, Pos{File: l.file, Line: line, Col: col}, "%s", clipMessage(msg))
-			return false
+			return syntax(Pos{File: l.file, Line: line, Col: col}, msg)
 		}
 		switch t := tok.(type) {
 		case xml.StartElement:
-			if depth == 0 && len(l.starts) > 0 {
-				l.d.errorf(CodeSyntax, l.posAt(off), "a second root element <%s>: a CP-XML file holds one <policy> element", clip(t.Name.Local))
-				return false
+			if len(stack) == 0 && root != nil {
+				return syntax(l.posAt(off), fmt.Sprintf("a second root element <%s>: a CP-XML file holds one <policy> element", clip(t.Name.Local)))
 			}
-			depth++
-			l.starts = append(l.starts, off)
-			l.ends = append(l.ends, int(dec.InputOffset()))
-			if depth > l.limits.MaxDepth {
+			elements++
+			if len(stack)+1 > l.limits.MaxDepth {
 				l.d.errorf(CodeLimit, l.posAt(off), "elements nested deeper than %d levels", l.limits.MaxDepth)
-				return false
+				return nil
 			}
-			if len(l.starts) > l.limits.MaxNodes {
+			if elements > l.limits.MaxNodes {
 				l.d.errorf(CodeLimit, l.posAt(off), "more than %d elements", l.limits.MaxNodes)
-				return false
+				return nil
 			}
+			e := &xel{tag: t.Name.Local, attr: t.Attr, start: off, end: int(dec.InputOffset())}
+			if len(stack) == 0 {
+				root = e
+			} else {
+				parent := &stack[len(stack)-1]
+				l.endText(parent)
+				parent.e.elems = append(parent.e.elems, e)
+			}
+			stack = append(stack, xmlFrame{e: e, name: t.Name, leading: true})
 		case xml.EndElement:
-			depth--
+			if len(stack) == 0 {
+				line, col := dec.InputPos()
+				return syntax(Pos{File: l.file, Line: line, Col: col}, "unexpected end element </"+t.Name.Local+">")
+			}
+			top := &stack[len(stack)-1]
+			if msg := endTagMismatch(top.name, t.Name); msg != "" {
+				line, col := dec.InputPos()
+				return syntax(Pos{File: l.file, Line: line, Col: col}, msg)
+			}
+			l.endText(top)
+			stack = stack[:len(stack)-1]
+		case xml.CharData:
+			if len(stack) == 0 {
+				continue
+			}
+			l.charData(&stack[len(stack)-1], t, bytes.HasPrefix(l.src[off:], []byte("<![CDATA[")))
+		case xml.ProcInst:
+			if len(stack) > 0 {
+				l.endText(&stack[len(stack)-1])
+			}
 		case xml.Directive:
 			if bytes.HasPrefix(bytes.TrimSpace(t), []byte("DOCTYPE")) {
-				l.d.errorf(CodeSyntax, l.posAt(off), "DOCTYPE declarations are not allowed in CP-XML")
-				return false
+				return syntax(l.posAt(off), "DOCTYPE declarations are not allowed in CP-XML")
+			}
+			if len(stack) > 0 {
+				l.endText(&stack[len(stack)-1])
 			}
 		}
 	}
 }
 
-func (l *xmlLoader) index(root *etree.Element) {
-	l.elems = map[*etree.Element]int{}
-	var walk func(e *etree.Element)
-	walk = func(e *etree.Element) {
-		l.elems[e] = len(l.elems)
-		for _, c := range e.ChildElements() {
-			walk(c)
+// endTagMismatch returns the error encoding/xml's Token reports when
+// end tag name closes start tag open, or "" when it matches.
+func endTagMismatch(open, end xml.Name) string {
+	switch {
+	case open.Local != end.Local:
+		return "element <" + open.Local + "> closed by </" + end.Local + ">"
+	case open.Space != end.Space:
+		ns := end.Space
+		if ns == "" {
+			ns = `""`
+		}
+		return "element <" + open.Local + "> in space " + open.Space + " closed by </" + end.Local + "> in space " + ns
+	}
+	return ""
+}
+
+// charData adds a piece of character data to the element of f.
+func (l *xmlLoader) charData(f *xmlFrame, data []byte, cdata bool) {
+	blank := !cdata && isXMLBlank(data)
+	var s string
+	if blank {
+		s = l.blank(data)
+	} else {
+		s = string(data)
+		f.e.stray = append(f.e.stray, s)
+	}
+	if !f.leading {
+		return
+	}
+	switch f.pieces {
+	case 0:
+		f.e.text = s
+	case 1:
+		f.buf = append(append(f.buf[:0], f.e.text...), s...)
+	default:
+		f.buf = append(f.buf, s...)
+	}
+	f.pieces++
+}
+
+// endText ends the text of f's element before its first child.
+func (l *xmlLoader) endText(f *xmlFrame) {
+	if f.leading && f.pieces > 1 {
+		f.e.text = string(f.buf)
+	}
+	f.leading, f.buf = false, nil
+}
+
+// blank returns data, a run of blanks, as a string shared with every
+// other run like it.
+func (l *xmlLoader) blank(data []byte) string {
+	if s, ok := l.blanks[string(data)]; ok {
+		return s
+	}
+	if l.blanks == nil {
+		l.blanks = map[string]string{}
+	}
+	s := string(data)
+	if len(l.blanks) < maxBlanks {
+		l.blanks[s] = s
+	}
+	return s
+}
+
+// maxBlanks bounds the distinct runs of blanks the loader keeps to share.
+const maxBlanks = 256
+
+func isXMLBlank(b []byte) bool {
+	for _, c := range b {
+		if !isXMLSpace(c) {
+			return false
 		}
 	}
-	walk(root)
+	return true
 }
 
 func (l *xmlLoader) posAt(off int) Pos {
@@ -158,63 +265,55 @@ func (l *xmlLoader) posAt(off int) Pos {
 	return Pos{File: l.file, Line: lo + 1, Col: off - l.lines[lo] + 1}
 }
 
-func (l *xmlLoader) pos(e *etree.Element) Pos { return l.posAt(l.starts[l.elems[e]]) }
+func (l *xmlLoader) pos(e *xel) Pos { return l.posAt(e.start) }
 
-// attrPos returns the position of the value of attribute name of e, or
-// of e when it cannot be found.
-func (l *xmlLoader) attrPos(e *etree.Element, name string) Pos { return l.attrPosN(e, name, 0) }
-
-// attrPosN returns the position of the value of the n-th (0-based)
-// attribute called name on e, or of e when there is no such attribute.
-func (l *xmlLoader) attrPosN(e *etree.Element, name string, n int) Pos {
-	i := l.elems[e]
-	tag := l.src[l.starts[i]:l.ends[i]]
-	for off := 0; off < len(tag); {
-		j := bytes.Index(tag[off:], []byte(name))
+// attrOffsets returns the offset of each attribute value in e's start
+// tag, in file order, which is the order of e.attr. The tag has been
+// read by encoding/xml, so it is well-formed. The slice is reused by the
+// next call.
+func (l *xmlLoader) attrOffsets(e *xel) []int {
+	tag := l.src[e.start:e.end]
+	offs := l.offs[:0]
+	i := 1
+	for i < len(tag) && !isXMLSpace(tag[i]) && tag[i] != '/' && tag[i] != '>' {
+		i++
+	}
+	for len(offs) < len(e.attr) {
+		for i < len(tag) && tag[i] != '"' && tag[i] != '\'' {
+			i++
+		}
+		if i >= len(tag) {
+			break
+		}
+		q := tag[i]
+		i++
+		offs = append(offs, e.start+i)
+		j := bytes.IndexByte(tag[i:], q)
 		if j < 0 {
 			break
 		}
-		j += off
-		k := j + len(name)
-		if j > 0 && isXMLSpace(tag[j-1]) {
-			for k < len(tag) && isXMLSpace(tag[k]) {
-				k++
-			}
-			if k < len(tag) && tag[k] == '=' {
-				k++
-				for k < len(tag) && isXMLSpace(tag[k]) {
-					k++
-				}
-				if k < len(tag) && (tag[k] == '"' || tag[k] == '\'') {
-					if n == 0 {
-						return l.posAt(l.starts[i] + k + 1)
-					}
-					n--
-				}
-			}
-		}
-		off = j + 1
+		i += j + 1
 	}
-	return l.pos(e)
+	l.offs = offs
+	return offs
 }
 
 func isXMLSpace(b byte) bool { return b == ' ' || b == '\t' || b == '\n' || b == '\r' }
 
 // textExpr reads e's text as an expression, positioned at its first
 // non-blank character (inside CDATA if that is how it is written).
-func (l *xmlLoader) textExpr(e *etree.Element, what string) *Expr {
+func (l *xmlLoader) textExpr(e *xel, what string) *Expr {
 	l.leaf(e)
-	text := e.Text()
-	src := strings.TrimSpace(text)
+	src := strings.TrimSpace(e.text)
 	if src == "" {
-		l.d.errorf(CodeMissingField, l.pos(e), "<%s> is empty: it holds an expression", e.Tag)
+		l.d.errorf(CodeMissingField, l.pos(e), "<%s> is empty: it holds an expression", e.tag)
 		return nil
 	}
 	if len(src) > l.limits.MaxExprBytes {
 		l.d.errorf(CodeLimit, l.pos(e), "%s is %d bytes, more than the limit of %d", what, len(src), l.limits.MaxExprBytes)
 		return nil
 	}
-	off := l.ends[l.elems[e]]
+	off := e.end
 	for off < len(l.src) && isXMLSpace(l.src[off]) {
 		off++
 	}
@@ -229,69 +328,127 @@ func (l *xmlLoader) textExpr(e *etree.Element, what string) *Expr {
 	return &Expr{Src: src, Pos: l.posAt(off), Indent: 1}
 }
 
-// attrs checks e's attributes against allowed and returns them by name;
-// required ones that are absent are reported.
-func (l *xmlLoader) attrs(e *etree.Element, allowed, required []string) map[string]string {
-	out := map[string]string{}
-	seen := map[string]int{} // repeats of each attribute so far
-	for _, a := range e.Attr {
-		name := a.Key
-		if a.Space == "xmlns" || (a.Space == "" && a.Key == "xmlns") || a.Space == "xsi" {
+// xattr is the first occurrence of an allowed attribute: its value and
+// the offset of the value.
+type xattr struct {
+	name, value string
+	off         int
+}
+
+// xattrs are the allowed attributes of an element, as attrs returns them.
+type xattrs []xattr
+
+func (a xattrs) find(name string) *xattr {
+	for i := range a {
+		if a[i].name == name {
+			return &a[i]
+		}
+	}
+	return nil
+}
+
+// get returns the value of attribute name and whether it is given.
+func (a xattrs) get(name string) (string, bool) {
+	if x := a.find(name); x != nil {
+		return x.value, true
+	}
+	return "", false
+}
+
+// val returns the value of attribute name, or "".
+func (a xattrs) val(name string) string {
+	v, _ := a.get(name)
+	return v
+}
+
+// attrs checks e's attributes against allowed and returns them;
+// required ones that are absent are reported. Each attribute's position
+// comes from one pass over e's start tag.
+func (l *xmlLoader) attrs(e *xel, allowed, required []string) xattrs {
+	var out xattrs
+	var offs []int
+	at := func(i int) Pos {
+		if offs == nil {
+			offs = l.attrOffsets(e)
+		}
+		if i < len(offs) {
+			return l.posAt(offs[i])
+		}
+		return l.pos(e)
+	}
+	for i, a := range e.attr {
+		name := a.Name.Local
+		if a.Name.Space == "xmlns" || (a.Name.Space == "" && name == "xmlns") || a.Name.Space == "xsi" {
 			continue
 		}
-		if a.Space != "" {
-			name = a.Space + ":" + a.Key
+		if a.Name.Space != "" {
+			name = a.Name.Space + ":" + name
 		}
 		if !contains(allowed, name) {
-			l.d.errorf(CodeUnknownField, l.attrPos(e, name), "unknown attribute %s on <%s>%s", Quote(name), e.Tag, didYouMean(name, allowed))
+			l.d.errorf(CodeUnknownField, at(i), "unknown attribute %s on <%s>%s", Quote(name), e.tag, didYouMean(name, allowed))
 			continue
 		}
 		if a.Value == "" {
-			l.d.errorf(CodeInvalidValue, l.attrPos(e, name), "attribute %s of <%s> is empty", Quote(name), e.Tag)
+			l.d.errorf(CodeInvalidValue, at(i), "attribute %s of <%s> is empty", Quote(name), e.tag)
 		}
-		if _, dup := out[name]; dup {
-			seen[name]++
-			l.d.errorf(CodeDuplicate, l.attrPosN(e, name, seen[name]), "attribute %s is given twice on <%s>", Quote(name), e.Tag).related(l.attrPos(e, name), "first given here")
+		if first := out.find(name); first != nil {
+			l.d.errorf(CodeDuplicate, at(i), "attribute %s is given twice on <%s>", Quote(name), e.tag).related(l.posAt(first.off), "first given here")
 			continue
 		}
-		out[name] = a.Value
+		if offs == nil {
+			offs = l.attrOffsets(e)
+		}
+		off := e.start
+		if i < len(offs) {
+			off = offs[i]
+		}
+		out = append(out, xattr{name: name, value: a.Value, off: off})
 	}
 	for _, r := range required {
-		if _, ok := out[r]; !ok {
-			l.d.errorf(CodeMissingField, l.pos(e), "<%s> has no %s attribute", e.Tag, Quote(r))
+		if out.find(r) == nil {
+			l.d.errorf(CodeMissingField, l.pos(e), "<%s> has no %s attribute", e.tag, Quote(r))
 		}
 	}
 	return out
 }
 
-func (l *xmlLoader) ref(e *etree.Element, attrs map[string]string, name string) Ref {
-	v, ok := attrs[name]
-	if !ok {
-		return Ref{}
+// attrPos returns the position of the value of attribute name, or of e
+// when a does not have it.
+func (l *xmlLoader) attrPos(e *xel, a xattrs, name string) Pos {
+	if x := a.find(name); x != nil {
+		return l.posAt(x.off)
 	}
-	return Ref{Name: v, Pos: l.attrPos(e, name)}
+	return l.pos(e)
 }
 
-func (l *xmlLoader) boolAttr(e *etree.Element, attrs map[string]string, name string) bool {
-	switch v, ok := attrs[name]; {
+func (l *xmlLoader) ref(a xattrs, name string) Ref {
+	x := a.find(name)
+	if x == nil {
+		return Ref{}
+	}
+	return Ref{Name: x.value, Pos: l.posAt(x.off)}
+}
+
+func (l *xmlLoader) boolAttr(e *xel, a xattrs, name string) bool {
+	switch v, ok := a.get(name); {
 	case !ok || v == "false" || v == "0":
 		return false
 	case v == "true" || v == "1":
 		return true
 	default:
-		l.d.errorf(CodeInvalidValue, l.attrPos(e, name), "%s must be true or false, not %s", name, Quote(v))
+		l.d.errorf(CodeInvalidValue, l.attrPos(e, a, name), "%s must be true or false, not %s", name, Quote(v))
 		return false
 	}
 }
 
-func (l *xmlLoader) durationAttr(e *etree.Element, attrs map[string]string, name string) time.Duration {
-	v, ok := attrs[name]
+func (l *xmlLoader) durationAttr(e *xel, a xattrs, name string) time.Duration {
+	v, ok := a.get(name)
 	if !ok {
 		return 0
 	}
 	dur, err := ParseDuration(v)
 	if err != nil {
-		l.d.errorf(CodeInvalidValue, l.attrPos(e, name), "%s: %v", name, err)
+		l.d.errorf(CodeInvalidValue, l.attrPos(e, a, name), "%s: %v", name, err)
 	}
 	return dur
 }
@@ -302,27 +459,25 @@ var singleTags = []string{"doc", "match", "decide", "child", "guard"}
 
 // children dispatches e's child elements by tag, reporting unknown ones,
 // repeated ones that may appear once, and stray text.
-func (l *xmlLoader) children(e *etree.Element, allowed []string, fn func(c *etree.Element)) {
-	for _, tok := range e.Child {
-		if cd, ok := tok.(*etree.CharData); ok && !cd.IsWhitespace() {
-			l.d.errorf(CodeInvalidValue, l.pos(e), "<%s> holds text %s outside any element", e.Tag, Quote(strings.TrimSpace(cd.Data)))
-		}
+func (l *xmlLoader) children(e *xel, allowed []string, fn func(c *xel)) {
+	for _, text := range e.stray {
+		l.d.errorf(CodeInvalidValue, l.pos(e), "<%s> holds text %s outside any element", e.tag, Quote(strings.TrimSpace(text)))
 	}
-	var seen map[string]*etree.Element
-	for _, c := range e.ChildElements() {
-		if !contains(allowed, c.Tag) {
-			l.d.errorf(CodeUnknownField, l.pos(c), "unknown element <%s> in <%s>%s", clip(c.Tag), e.Tag, didYouMean(c.Tag, allowed))
+	var seen map[string]*xel
+	for _, c := range e.elems {
+		if !contains(allowed, c.tag) {
+			l.d.errorf(CodeUnknownField, l.pos(c), "unknown element <%s> in <%s>%s", clip(c.tag), e.tag, didYouMean(c.tag, allowed))
 			continue
 		}
-		if contains(singleTags, c.Tag) {
-			if first, dup := seen[c.Tag]; dup {
-				l.d.errorf(CodeDuplicate, l.pos(c), "<%s> is given twice in <%s>", c.Tag, e.Tag).related(l.pos(first), "first given here")
+		if contains(singleTags, c.tag) {
+			if first, dup := seen[c.tag]; dup {
+				l.d.errorf(CodeDuplicate, l.pos(c), "<%s> is given twice in <%s>", c.tag, e.tag).related(l.pos(first), "first given here")
 				continue
 			}
 			if seen == nil {
-				seen = map[string]*etree.Element{}
+				seen = map[string]*xel{}
 			}
-			seen[c.Tag] = c
+			seen[c.tag] = c
 		}
 		fn(c)
 	}
@@ -330,16 +485,16 @@ func (l *xmlLoader) children(e *etree.Element, allowed []string, fn func(c *etre
 
 // leaf reports child elements of an element that holds only text (or
 // nothing): an expression, a doc, an attribute-only element.
-func (l *xmlLoader) leaf(e *etree.Element) {
-	for _, c := range e.ChildElements() {
-		l.d.errorf(CodeUnknownField, l.pos(c), "<%s> cannot hold elements such as <%s>; write markup in expressions and docs as &lt; or in CDATA", e.Tag, clip(c.Tag))
+func (l *xmlLoader) leaf(e *xel) {
+	for _, c := range e.elems {
+		l.d.errorf(CodeUnknownField, l.pos(c), "<%s> cannot hold elements such as <%s>; write markup in expressions and docs as &lt; or in CDATA", e.tag, clip(c.tag))
 	}
 }
 
 // docText reads a <doc> element, without the indentation a writer added.
-func (l *xmlLoader) docText(e *etree.Element) string {
+func (l *xmlLoader) docText(e *xel) string {
 	l.leaf(e)
-	return dedent(e.Text())
+	return dedent(e.text)
 }
 
 // dedent trims blank leading and trailing lines and the common leading
@@ -375,31 +530,31 @@ func dedent(s string) string {
 
 var policyChildren = []string{"doc", "role", "performative", "message", "timer", "var", "commitment", "state"}
 
-func (l *xmlLoader) policy(root *etree.Element) *Policy {
+func (l *xmlLoader) policy(root *xel) *Policy {
 	p := &Policy{Pos: l.pos(root)}
-	if root.Tag != "policy" {
-		l.d.errorf(CodeInvalidValue, l.pos(root), "the root element is <%s>; a CP-XML file holds one <policy> element", clip(root.Tag))
+	if root.tag != "policy" {
+		l.d.errorf(CodeInvalidValue, l.pos(root), "the root element is <%s>; a CP-XML file holds one <policy> element", clip(root.tag))
 		return nil
 	}
 	a := l.attrs(root, []string{"name", "version", "initial"}, []string{"name", "version"})
-	p.Name, p.Version = a["name"], a["version"]
-	if _, ok := a["name"]; ok {
-		p.Pos = l.attrPos(root, "name")
+	p.Name, p.Version = a.val("name"), a.val("version")
+	if _, ok := a.get("name"); ok {
+		p.Pos = l.attrPos(root, a, "name")
 	}
-	p.Initial = l.ref(root, a, "initial")
+	p.Initial = l.ref(a, "initial")
 	tooMany := false
-	l.children(root, policyChildren, func(c *etree.Element) {
-		switch c.Tag {
+	l.children(root, policyChildren, func(c *xel) {
+		switch c.tag {
 		case "doc":
 			p.Doc = l.docText(c)
 		case "role":
 			a := l.attrs(c, []string{"name", "many"}, []string{"name"})
-			r := &Role{Name: a["name"], Pos: l.attrPos(c, "name"), Many: l.boolAttr(c, a, "many")}
-			l.children(c, []string{"doc"}, func(d *etree.Element) { r.Doc = l.docText(d) })
+			r := &Role{Name: a.val("name"), Pos: l.attrPos(c, a, "name"), Many: l.boolAttr(c, a, "many")}
+			l.children(c, []string{"doc"}, func(d *xel) { r.Doc = l.docText(d) })
 			p.Roles = append(p.Roles, r)
 		case "performative":
 			l.children(c, nil, nil)
-			if r := l.ref(c, l.attrs(c, []string{"name"}, []string{"name"}), "name"); !r.IsZero() {
+			if r := l.ref(l.attrs(c, []string{"name"}, []string{"name"}), "name"); !r.IsZero() {
 				p.Performatives = append(p.Performatives, r)
 			}
 		case "message":
@@ -434,11 +589,11 @@ func (l *xmlLoader) policy(root *etree.Element) *Policy {
 	return p
 }
 
-func (l *xmlLoader) message(e *etree.Element) *MessageType {
+func (l *xmlLoader) message(e *xel) *MessageType {
 	a := l.attrs(e, []string{"name", "performative"}, []string{"name", "performative"})
-	m := &MessageType{Name: a["name"], Pos: l.attrPos(e, "name"), Performative: a["performative"]}
-	l.children(e, []string{"doc", "field", "match"}, func(c *etree.Element) {
-		switch c.Tag {
+	m := &MessageType{Name: a.val("name"), Pos: l.attrPos(e, a, "name"), Performative: a.val("performative")}
+	l.children(e, []string{"doc", "field", "match"}, func(c *xel) {
+		switch c.tag {
 		case "doc":
 			m.Doc = l.docText(c)
 		case "field":
@@ -450,17 +605,17 @@ func (l *xmlLoader) message(e *etree.Element) *MessageType {
 	return m
 }
 
-func (l *xmlLoader) field(e *etree.Element) *Field {
+func (l *xmlLoader) field(e *xel) *Field {
 	a := l.attrs(e, []string{"name", "type", "optional"}, []string{"name", "type"})
-	f := &Field{Name: a["name"], Pos: l.attrPos(e, "name"), Optional: l.boolAttr(e, a, "optional")}
-	if s, ok := a["type"]; ok {
+	f := &Field{Name: a.val("name"), Pos: l.attrPos(e, a, "name"), Optional: l.boolAttr(e, a, "optional")}
+	if s, ok := a.get("type"); ok {
 		t, opt, valid := ParseFieldType(s)
 		if !valid || opt {
-			l.d.errorf(CodeInvalidValue, l.attrPos(e, "type"), "unknown type %s (types: %s; use optional=\"true\" for an optional value)%s", Quote(s), fieldTypeList(), didYouMean(strings.TrimSuffix(s, "?"), strings.Split(fieldTypeList(), ", ")))
+			l.d.errorf(CodeInvalidValue, l.attrPos(e, a, "type"), "unknown type %s (types: %s; use optional=\"true\" for an optional value)%s", Quote(s), fieldTypeList(), didYouMean(strings.TrimSuffix(s, "?"), strings.Split(fieldTypeList(), ", ")))
 		}
 		f.Type = t
 	}
-	l.children(e, nil, func(*etree.Element) {})
+	l.children(e, nil, func(*xel) {})
 	return f
 }
 
@@ -472,21 +627,21 @@ func fieldTypeList() string {
 	return strings.Join(names, ", ")
 }
 
-func (l *xmlLoader) timer(e *etree.Element) *Timer {
+func (l *xmlLoader) timer(e *xel) *Timer {
 	before := len(l.d.list)
 	a := l.attrs(e, []string{"name", "after", "deadline", "default"}, []string{"name"})
-	t := &Timer{Name: a["name"], Pos: l.attrPos(e, "name")}
+	t := &Timer{Name: a.val("name"), Pos: l.attrPos(e, a, "name")}
 	t.After = l.durationAttr(e, a, "after")
 	t.Default = l.durationAttr(e, a, "default")
-	if s, ok := a["deadline"]; ok {
+	if s, ok := a.get("deadline"); ok {
 		if r, err := ParseFieldRef(s); err != nil {
-			l.d.errorf(CodeInvalidValue, l.attrPos(e, "deadline"), "deadline: %v", err)
+			l.d.errorf(CodeInvalidValue, l.attrPos(e, a, "deadline"), "deadline: %v", err)
 		} else {
-			r.Pos = l.attrPos(e, "deadline")
+			r.Pos = l.attrPos(e, a, "deadline")
 			t.Deadline = r
 		}
 	}
-	l.children(e, []string{"doc"}, func(d *etree.Element) { t.Doc = l.docText(d) })
+	l.children(e, []string{"doc"}, func(d *xel) { t.Doc = l.docText(d) })
 	if len(l.d.list) == before {
 		// A bad after or deadline is reported already.
 		l.d.checkTimerShape(t, fmt.Sprintf("timer %s", Quote(t.Name)))
@@ -494,23 +649,23 @@ func (l *xmlLoader) timer(e *etree.Element) *Timer {
 	return t
 }
 
-func (l *xmlLoader) commitment(e *etree.Element) *Commitment {
+func (l *xmlLoader) commitment(e *xel) *Commitment {
 	a := l.attrs(e, []string{"name", "debtor", "creditor", "expires", "deadline"}, []string{"name"})
-	c := &Commitment{Name: a["name"], Pos: l.attrPos(e, "name")}
-	c.Debtor, c.Creditor = l.ref(e, a, "debtor"), l.ref(e, a, "creditor")
-	c.Expires, c.Deadline = l.ref(e, a, "expires"), l.ref(e, a, "deadline")
-	l.children(e, []string{"doc", "create", "detach", "discharge", "cancel", "release"}, func(op *etree.Element) {
-		if op.Tag == "doc" {
+	c := &Commitment{Name: a.val("name"), Pos: l.attrPos(e, a, "name")}
+	c.Debtor, c.Creditor = l.ref(a, "debtor"), l.ref(a, "creditor")
+	c.Expires, c.Deadline = l.ref(a, "expires"), l.ref(a, "deadline")
+	l.children(e, []string{"doc", "create", "detach", "discharge", "cancel", "release"}, func(op *xel) {
+		if op.tag == "doc" {
 			c.Doc = l.docText(op)
 			return
 		}
 		l.children(op, nil, nil)
 		oa := l.attrs(op, []string{"message"}, []string{"message"})
-		r := l.ref(op, oa, "message")
+		r := l.ref(oa, "message")
 		if r.IsZero() {
 			return
 		}
-		switch op.Tag {
+		switch op.tag {
 		case "create":
 			c.Create = append(c.Create, r)
 		case "detach":
@@ -529,17 +684,17 @@ func (l *xmlLoader) commitment(e *etree.Element) *Commitment {
 
 var stateChildren = []string{"doc", "arm", "decide", "child", "send-message", "on-timeout", "child-return"}
 
-func (l *xmlLoader) state(e *etree.Element) *State {
+func (l *xmlLoader) state(e *xel) *State {
 	a := l.attrs(e, []string{"name", "kind", "outcome", "join"}, []string{"name"})
-	s := &State{Name: a["name"], Pos: l.attrPos(e, "name"), Outcome: a["outcome"], Join: l.boolAttr(e, a, "join")}
-	l.children(e, stateChildren, func(c *etree.Element) {
-		switch c.Tag {
+	s := &State{Name: a.val("name"), Pos: l.attrPos(e, a, "name"), Outcome: a.val("outcome"), Join: l.boolAttr(e, a, "join")}
+	l.children(e, stateChildren, func(c *xel) {
+		switch c.tag {
 		case "doc":
 			s.Doc = l.docText(c)
 		case "arm":
 			l.children(c, nil, nil)
 			ca := l.attrs(c, []string{"timer"}, []string{"timer"})
-			if r := l.ref(c, ca, "timer"); !r.IsZero() {
+			if r := l.ref(ca, "timer"); !r.IsZero() {
 				s.Arm = append(s.Arm, r)
 			}
 		case "decide":
@@ -552,13 +707,13 @@ func (l *xmlLoader) state(e *etree.Element) *State {
 			}
 		}
 	})
-	kind, hasKind := a["kind"]
+	kind, hasKind := a.get("kind")
 	switch StateKind(kind) {
 	case KindNormal, KindInChild, KindTerminal:
 		s.Kind = StateKind(kind)
 	default:
 		if hasKind {
-			l.d.errorf(CodeInvalidValue, l.attrPos(e, "kind"), "state kind %s is not one of normal, in-child, terminal%s", Quote(kind), didYouMean(kind, []string{"normal", "in-child", "terminal"}))
+			l.d.errorf(CodeInvalidValue, l.attrPos(e, a, "kind"), "state kind %s is not one of normal, in-child, terminal%s", Quote(kind), didYouMean(kind, []string{"normal", "in-child", "terminal"}))
 		}
 		// Absent (or misspelt, reported above): infer the kind from the
 		// state's content, so one typo is not reported three times.
@@ -572,7 +727,7 @@ func (l *xmlLoader) state(e *etree.Element) *State {
 		}
 	}
 	if s.Outcome != "" && s.Kind != KindTerminal {
-		l.d.errorf(CodeInvalidValue, l.attrPos(e, "outcome"), "state %s has an outcome but is %s; only a terminal state has one", Quote(s.Name), s.Kind)
+		l.d.errorf(CodeInvalidValue, l.attrPos(e, a, "outcome"), "state %s has an outcome but is %s; only a terminal state has one", Quote(s.Name), s.Kind)
 	}
 	if s.Child != nil && s.Kind != KindInChild {
 		l.d.errorf(CodeInvalidValue, l.pos(e), "state %s runs a child policy, so its kind is in-child, not %s", Quote(s.Name), s.Kind)
@@ -580,13 +735,13 @@ func (l *xmlLoader) state(e *etree.Element) *State {
 	return s
 }
 
-func (l *xmlLoader) child(e *etree.Element) *ChildRef {
+func (l *xmlLoader) child(e *xel) *ChildRef {
 	a := l.attrs(e, []string{"policy"}, []string{"policy"})
-	c := &ChildRef{Policy: l.ref(e, a, "policy"), Pos: l.pos(e)}
-	l.children(e, []string{"bind"}, func(b *etree.Element) {
+	c := &ChildRef{Policy: l.ref(a, "policy"), Pos: l.pos(e)}
+	l.children(e, []string{"bind"}, func(b *xel) {
 		l.children(b, nil, nil)
 		ba := l.attrs(b, []string{"role", "to"}, []string{"role", "to"})
-		c.Bindings = append(c.Bindings, &RoleBinding{Child: ba["role"], Parent: l.ref(b, ba, "to"), Pos: l.attrPos(b, "role")})
+		c.Bindings = append(c.Bindings, &RoleBinding{Child: ba.val("role"), Parent: l.ref(ba, "to"), Pos: l.attrPos(b, ba, "role")})
 	})
 	return c
 }
@@ -597,8 +752,8 @@ var xmlTransitionAttrs = map[TransitionKind][]string{
 	ChildReturn: {"outcome", "next"},
 }
 
-func (l *xmlLoader) transition(e *etree.Element) *Transition {
-	t := &Transition{Kind: TransitionKind(e.Tag), Pos: l.pos(e)}
+func (l *xmlLoader) transition(e *xel) *Transition {
+	t := &Transition{Kind: TransitionKind(e.tag), Pos: l.pos(e)}
 	var required []string
 	switch t.Kind {
 	case SendMessage:
@@ -609,18 +764,18 @@ func (l *xmlLoader) transition(e *etree.Element) *Transition {
 		required = []string{"outcome", "next"}
 	}
 	a := l.attrs(e, xmlTransitionAttrs[t.Kind], required)
-	t.Message, t.From, t.To = l.ref(e, a, "message"), l.ref(e, a, "from"), l.ref(e, a, "to")
-	t.Timer, t.Next = l.ref(e, a, "timer"), l.ref(e, a, "next")
-	t.Outcome, t.Key = a["outcome"], a["key"]
-	l.children(e, []string{"doc", "guard", "set"}, func(c *etree.Element) {
-		switch c.Tag {
+	t.Message, t.From, t.To = l.ref(a, "message"), l.ref(a, "from"), l.ref(a, "to")
+	t.Timer, t.Next = l.ref(a, "timer"), l.ref(a, "next")
+	t.Outcome, t.Key = a.val("outcome"), a.val("key")
+	l.children(e, []string{"doc", "guard", "set"}, func(c *xel) {
+		switch c.tag {
 		case "doc":
 			t.Doc = l.docText(c)
 		case "guard":
 			t.Guard = l.textExpr(c, "guard")
 		case "set":
 			ca := l.attrs(c, []string{"var"}, []string{"var"})
-			t.Set = append(t.Set, &Assign{Var: l.ref(c, ca, "var"), Expr: l.textExpr(c, "an expression")})
+			t.Set = append(t.Set, &Assign{Var: l.ref(ca, "var"), Expr: l.textExpr(c, "an expression")})
 		}
 	})
 	return t
