@@ -91,6 +91,12 @@ var traceCases = []struct {
 	// After the early accept, s1's session never returns to the join, so
 	// the reject to s2 is early too.
 	{name: "contract-net-negotiation-early-accept", code: exitErrors},
+	// The bully algorithm: n2 takes the election over and names the
+	// leader, n3 is silent; an alive after the election's reply_by is
+	// late; the winner announces itself to every other member.
+	{name: "leader-election-takeover", code: exitOK},
+	{name: "leader-election-late-alive", code: exitErrors},
+	{name: "leader-election-announce", code: exitOK},
 }
 
 // tracePolicyFor names the shipped policy a trace file is checked
