@@ -501,7 +501,7 @@ func (s *Server) openTask(ctx context.Context, client string, in inbound) (*task
 			for _, k := range s.skills {
 				names = append(names, k.policy.Name)
 			}
-			return nil, fmt.Errorf("%w: the agent accepts no conversation of %s; it accepts %s", sdk.ErrInvalidParams, policy.Quote(in.meta.Protocol), strings.Join(names, ", "))
+			return nil, fmt.Errorf("%w: the agent accepts no conversation of %s; it accepts %s", sdk.ErrInvalidParams, policy.Quote(in.meta.Protocol), quoteAll(names))
 		}
 	}
 	conv := in.msg.ContextID
@@ -580,6 +580,8 @@ func (s *Server) continueTask(ctx context.Context, client string, in inbound) (*
 		return nil, fmt.Errorf("%w: task %s is %s and takes no more messages", sdk.ErrInvalidRequest, policy.Quote(string(t.id)), state)
 	case in.msg.ContextID != "" && in.msg.ContextID != t.context:
 		return nil, fmt.Errorf("%w: task %s is not of context %s", sdk.ErrInvalidParams, policy.Quote(string(t.id)), policy.Quote(in.msg.ContextID))
+	case in.meta.Protocol != "" && in.meta.Protocol != t.sk.policy.Name:
+		return nil, fmt.Errorf("%w: task %s is a conversation of %s, not %s", sdk.ErrInvalidParams, policy.Quote(string(t.id)), policy.Quote(t.sk.policy.Name), policy.Quote(in.meta.Protocol))
 	case received >= s.o.limits.MaxMessagesPerTask:
 		return nil, fmt.Errorf("%w: task %s has taken %d messages (the limit)", sdk.ErrInvalidRequest, policy.Quote(string(t.id)), received)
 	}
@@ -628,7 +630,11 @@ func (s *Server) deliver(ctx context.Context, t *task, fm *forms.Message, typ st
 	s.mu.Unlock()
 	err := s.m.Deliver(t.sender, fm)
 	if err == nil {
-		err = s.m.Flush(ctx)
+		// The message is on its way: wait for it to be processed even if
+		// the client goes away, so that the task says what became of it.
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.o.limits.MaxWait)
+		err = s.m.Flush(fctx)
+		cancel()
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -196,9 +196,10 @@ func TestServerInputRequired(t *testing.T) {
 		msg  *sdk.Message
 		want string
 	}{
-		{name: "content that fits two messages needs a type", msg: next(map[string]any{"pay": 2}, nil), want: "fits several messages (accept, decline)"},
+		{name: "content that fits two messages needs a type", msg: next(map[string]any{"pay": 2}, nil), want: `fits several messages ("accept", "decline")`},
 		{name: "content that does not fit the form", msg: next(map[string]any{"pay": "two"}, &a2a.Meta{Type: "accept"}), want: `field "pay" of "accept" is a string, not a number (state "offered")`},
-		{name: "a message the state does not allow", msg: next(map[string]any{"item": "ink"}, &a2a.Meta{Type: "ask"}), want: `message type "ask" is not allowed now; allowed: accept, decline`},
+		{name: "a message the state does not allow", msg: next(map[string]any{"item": "ink"}, &a2a.Meta{Type: "ask"}), want: `message type "ask" is not allowed now; allowed: "accept", "decline"`},
+		{name: "another protocol", msg: next(map[string]any{"pay": 2}, &a2a.Meta{Protocol: "fipa-request", Type: "accept"}), want: `is a conversation of "quote", not "fipa-request"`},
 		{name: "a file part", msg: &sdk.Message{ID: "f", TaskID: task.ID, Role: sdk.MessageRoleUser, Parts: sdk.ContentParts{sdk.FilePart{File: sdk.FileURI{URI: "http://x/y"}}}}, want: "file parts are not supported"},
 		{name: "text alone", msg: &sdk.Message{ID: "t", TaskID: task.ID, Role: sdk.MessageRoleUser, Parts: sdk.ContentParts{sdk.TextPart{Text: "yes"}}}, want: "holds no data part"},
 	}
@@ -250,7 +251,7 @@ func TestServerErrors(t *testing.T) {
 			_, err := c.CancelTask(context.Background(), &sdk.TaskIDParams{ID: "task-nope"})
 			return err
 		}},
-		{name: "an unknown protocol", is: sdk.ErrInvalidParams, want: `accepts no conversation of "nope"; it accepts fipa-request, quote`, call: func() error {
+		{name: "an unknown protocol", is: sdk.ErrInvalidParams, want: `accepts no conversation of "nope"; it accepts "fipa-request", "quote"`, call: func() error {
 			_, err := send(t, c, dataMessage(map[string]any{"action": "paint"}, &a2a.Meta{Protocol: "nope"}))
 			return err
 		}},
@@ -258,7 +259,7 @@ func TestServerErrors(t *testing.T) {
 			_, err := send(t, c, dataMessage(map[string]any{"what": "pen"}, &a2a.Meta{Protocol: "quote"}))
 			return err
 		}},
-		{name: "a message the policy does not open with", is: sdk.ErrInvalidParams, want: `message type "cancel" is not allowed now; allowed: request`, call: func() error {
+		{name: "a message the policy does not open with", is: sdk.ErrInvalidParams, want: `message type "cancel" is not allowed now; allowed: "request"`, call: func() error {
 			_, err := send(t, c, dataMessage(map[string]any{}, &a2a.Meta{Type: "cancel"}))
 			return err
 		}},

@@ -174,9 +174,9 @@ func (sk *skill) classify(allowed []string, want, perf string, plain bool, msg *
 	case len(fits) == 0 && len(candidates) == 1:
 		return "", firstErr
 	case len(fits) == 0:
-		return "", fmt.Errorf("the content fits none of the messages allowed now (%s): %v", strings.Join(candidates, ", "), firstErr)
+		return "", fmt.Errorf("the content fits none of the messages allowed now (%s): %v", quoteAll(candidates), firstErr)
 	case len(fits) > 1 && plain:
-		return "", fmt.Errorf("the content fits several messages (%s): name one in the message metadata %s", strings.Join(fits, ", "), policy.Quote(ExtensionURI+" type"))
+		return "", fmt.Errorf("the content fits several messages (%s): name one as type in the message metadata under %s", quoteAll(fits), policy.Quote(ExtensionURI))
 	}
 	msg.Performative = sk.forms[fits[0]].Type.Performative
 	return fits[0], nil
@@ -204,5 +204,14 @@ func allowedText(allowed []string) string {
 	if len(allowed) == 0 {
 		return "the client may send nothing now"
 	}
-	return "allowed: " + strings.Join(allowed, ", ")
+	return "allowed: " + quoteAll(allowed)
+}
+
+// quoteAll quotes names from a policy and joins them.
+func quoteAll(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = policy.Quote(n)
+	}
+	return strings.Join(q, ", ")
 }
