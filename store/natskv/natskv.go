@@ -140,6 +140,7 @@ func WithLogger(l *slog.Logger) Option {
 type Store struct {
 	o      options
 	agent  string
+	nc     *natsio.Conn
 	js     jetstream.JetStream
 	kv     jetstream.KeyValue
 	token  string
@@ -206,7 +207,7 @@ func Open(ctx context.Context, nc *natsio.Conn, agentName string, opts ...Option
 	var nonce [12]byte
 	_, _ = rand.Read(nonce[:])
 	s := &Store{
-		o: o, agent: agentName, js: js, kv: kv, prefix: "$KV." + o.bucket + ".",
+		o: o, agent: agentName, nc: nc, js: js, kv: kv, prefix: "$KV." + o.bucket + ".",
 		token: fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(nonce[:])),
 		roots: map[string]*root{}, seqRoot: map[uint64]string{},
 		lost: make(chan struct{}), closed: make(chan struct{}), done: make(chan struct{}),
@@ -405,8 +406,9 @@ func (s *Store) rootFor(conversation string, touched map[string]struct{}) *root 
 
 // Commit applies b: it writes the record of every root conversation b
 // changes, and returns when all are written. While the server cannot be
-// reached it tries again, until Close; once the lease is lost it returns
-// ErrFenced, and a record larger than WithMaxRecord is an error.
+// reached it tries again, until Close or the connection is closed; once
+// the lease is lost it returns ErrFenced, and a record larger than
+// WithMaxRecord is an error.
 func (s *Store) Commit(b *agent.Batch) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -488,8 +490,8 @@ func (s *Store) write(roots []string) ([]string, error) {
 		}
 		futs = append(futs, pending{id, fut})
 	}
-	timer := time.NewTimer(s.opTimeout())
-	defer timer.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), s.opTimeout())
+	defer cancel()
 	var fenced, permanent error
 	for _, p := range futs {
 		select {
@@ -508,12 +510,15 @@ func (s *Store) write(roots []string) ([]string, error) {
 			default:
 				failed = append(failed, p.root)
 			}
-		case <-timer.C:
+		case <-ctx.Done():
 			failed = append(failed, p.root)
 		}
 	}
 	if permanent != nil {
 		return nil, permanent
+	}
+	if len(failed) > 0 && s.nc.IsClosed() {
+		return nil, fmt.Errorf("natskv: commit %s: %w", s.agent, natsio.ErrConnectionClosed)
 	}
 	if fenced != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), s.opTimeout())

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	natsio "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -166,6 +167,22 @@ func TestLoadNamesAnUnreadableRecordAndReadsTheOthers(t *testing.T) {
 	require.Len(t, stored.Conversations, 1)
 	assert.Equal(t, id, stored.Conversations[0].ID)
 	require.NoError(t, st.Close())
+}
+
+func TestCommitReturnsOnceTheConnectionIsClosed(t *testing.T) {
+	s := natstest.NewSite(t)
+	nc := s.Connect("")
+	st, err := natskv.Open(context.Background(), nc, "alice", natskv.WithLeaseTTL(natstest.LeaseTTL))
+	require.NoError(t, err)
+	nc.Close()
+	done := make(chan error, 1)
+	go func() { done <- st.Commit(&agent.Batch{Put: []agent.StoredConversation{{ID: "alice-1"}}}) }()
+	select {
+	case err := <-done:
+		assert.ErrorIs(t, err, natsio.ErrConnectionClosed)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Commit retried for ever on a closed connection")
+	}
 }
 
 func TestOpenRefusesBadNames(t *testing.T) {
