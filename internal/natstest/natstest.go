@@ -36,6 +36,9 @@ type Site struct {
 	url   string
 	port  int
 
+	// Transport are more options of every agent's transport.
+	Transport []natstransport.Option
+
 	mu    sync.Mutex
 	codes []engine.ErrorCode
 	// Inputs counts, by conversation and performative, the messages
@@ -108,8 +111,9 @@ func (s *Site) Run(name, user string, d decision.Decider, opts ...agent.Option) 
 		return nil, err
 	}
 	a := &Agent{Name: name, NC: nc, Store: st}
-	tr, err := natstransport.New(ctx, nc, name, natstransport.WithFence(st.Lost()),
-		natstransport.WithLimits(natstransport.Limits{AckWait: time.Second, Redeliver: 100 * time.Millisecond}))
+	topts := append([]natstransport.Option{natstransport.WithFence(st.Lost()),
+		natstransport.WithLimits(natstransport.Limits{AckWait: time.Second, Redeliver: 100 * time.Millisecond})}, s.Transport...)
+	tr, err := natstransport.New(ctx, nc, name, topts...)
 	if err != nil {
 		a.Kill()
 		return nil, err

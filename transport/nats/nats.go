@@ -105,6 +105,10 @@ type Limits struct {
 	// AckWait is how long the server waits for a receiver's
 	// acknowledgement before it delivers the message again. Default 30 s.
 	AckWait time.Duration
+	// MaxInFlight is the most pipelined messages (WithPipelining) waiting
+	// for the stream's acknowledgement; Send waits for a free slot until
+	// its context ends. Default 4,096.
+	MaxInFlight int
 	// Redeliver is how long a receiver that is busy (agent.ErrBusy) or not
 	// yet resumed asks the server to wait before delivering a message
 	// again. Default 1 s.
@@ -118,6 +122,7 @@ var DefaultLimits = Limits{
 	MaxStreamBytes:  1 << 30,
 	MaxPending:      1024,
 	AckWait:         30 * time.Second,
+	MaxInFlight:     4096,
 	Redeliver:       time.Second,
 }
 
@@ -126,7 +131,7 @@ type Option func(*options)
 
 type options struct {
 	prefix, stream, consumer string
-	noSetup                  bool
+	noSetup, pipeline        bool
 	limits                   Limits
 	fence                    <-chan struct{}
 	logger                   *slog.Logger
@@ -166,11 +171,27 @@ func WithLimits(l Limits) Option {
 		if l.AckWait > 0 {
 			d.AckWait = l.AckWait
 		}
+		if l.MaxInFlight > 0 {
+			d.MaxInFlight = l.MaxInFlight
+		}
 		if l.Redeliver > 0 {
 			d.Redeliver = l.Redeliver
 		}
 	}
 }
+
+// WithPipelining makes Send return once the message is handed to the
+// connection, without waiting for the stream to store it, so that a
+// manager's sender does not wait one round trip per message: a goroutine
+// waits for the stream's acknowledgement, publishes again (with backoff,
+// until the transport closes) what the stream did not store, and only
+// then acknowledges the message to the manager. A conversation's messages
+// still reach the stream in order: a message is published only once the
+// previous one of its conversation is stored. Send fails only when
+// Limits.MaxInFlight messages wait for the server. Without a store a
+// message the server refuses for good (a deleted stream) is never
+// reported to the manager; its conversation's timers end it.
+func WithPipelining() Option { return func(o *options) { o.pipeline = true } }
 
 // WithFence stops the transport when done is closed: it sends nothing
 // more, acknowledges nothing more and stops consuming, so that the
@@ -194,15 +215,21 @@ var ErrFenced = errors.New("nats: the agent's ownership is lost")
 // Transport is one agent's connection to NATS. It is safe for concurrent
 // use.
 type Transport struct {
-	self  string
-	o     options
-	js    jetstream.JetStream
-	cons  jetstream.Consumer
-	mgr   atomic.Pointer[agent.Manager]
-	mu    sync.Mutex
-	cc    jetstream.ConsumeContext
-	stop  chan struct{}
-	stopO sync.Once
+	self string
+	o    options
+	nc   *natsio.Conn
+	js   jetstream.JetStream
+	cons jetstream.Consumer
+	mgr  atomic.Pointer[agent.Manager]
+	mu   sync.Mutex
+	cc   jetstream.ConsumeContext
+	// pending maps a root conversation to the settling of its last
+	// pipelined message; slots bounds the pipelined messages.
+	pmu     sync.Mutex
+	pending map[string]chan struct{}
+	slots   chan struct{}
+	stop    chan struct{}
+	stopO   sync.Once
 }
 
 var _ agent.Transport = (*Transport)(nil)
@@ -225,7 +252,7 @@ func New(ctx context.Context, nc *natsio.Conn, self string, opts ...Option) (*Tr
 	if err != nil {
 		return nil, fmt.Errorf("nats: %w", err)
 	}
-	t := &Transport{self: self, o: o, js: js, stop: make(chan struct{})}
+	t := &Transport{self: self, o: o, nc: nc, js: js, stop: make(chan struct{}), pending: map[string]chan struct{}{}, slots: make(chan struct{}, o.limits.MaxInFlight)}
 	if !o.noSetup {
 		if err := t.setupStream(ctx); err != nil {
 			return nil, err
@@ -406,43 +433,135 @@ func (t *Transport) Send(ctx context.Context, m *forms.Message) error {
 		return fmt.Errorf("nats: message of %d bytes, over the limit of %d", len(data), t.o.limits.MaxMessageBytes)
 	}
 	id := agent.MessageID(m)
-	type pending struct {
-		to  string
-		fut jetstream.PubAckFuture
-	}
 	var errs []error
-	var futs []pending
+	var copies []outCopy
 	for _, r := range m.Receivers {
 		if err := natsname.Check(r); err != nil {
 			errs = append(errs, fmt.Errorf("%w: %w", agent.ErrNoSuchAgent, err))
 			continue
 		}
-		var opts []jetstream.PublishOpt
+		c := outCopy{to: r, msg: &natsio.Msg{Subject: t.o.prefix + "." + r + "." + t.self, Data: data}}
 		if id != "" {
-			opts = append(opts, jetstream.WithMsgID(msgID(id, r)))
+			c.opts = []jetstream.PublishOpt{jetstream.WithMsgID(msgID(id, r))}
 		}
-		fut, err := t.js.PublishMsgAsync(&natsio.Msg{Subject: t.o.prefix + "." + r + "." + t.self, Data: data}, opts...)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("nats: send to %s: %w", policy.Quote(r), err))
-			continue
+		copies = append(copies, c)
+	}
+	if !t.o.pipeline {
+		for i := range copies {
+			copies[i].fut, copies[i].err = t.js.PublishMsgAsync(copies[i].msg, copies[i].opts...)
 		}
-		futs = append(futs, pending{r, fut})
+		mgr := t.mgr.Load()
+		for _, c := range copies {
+			err := c.err
+			if err == nil {
+				select {
+				case <-c.fut.Ok():
+					if mgr != nil {
+						mgr.Acknowledge(c.to, m)
+					}
+				case err = <-c.fut.Err():
+				case <-ctx.Done():
+					err = ctx.Err()
+				}
+			}
+			if err != nil {
+				errs = append(errs, fmt.Errorf("nats: send to %s: %w", policy.Quote(c.to), err))
+			}
+		}
+		return errors.Join(errs...)
+	}
+	return errors.Join(append(errs, t.pipelined(ctx, m, copies))...)
+}
+
+// outCopy is one receiver's copy of a message being sent.
+type outCopy struct {
+	to   string
+	msg  *natsio.Msg
+	opts []jetstream.PublishOpt
+	fut  jetstream.PubAckFuture
+	err  error
+}
+
+// pipelined publishes m's copies without waiting for their
+// acknowledgements, once the previous message of m's conversation is
+// stored: a goroutine waits for them, publishes again what the stream
+// did not store, and acknowledges each copy to the manager once stored.
+func (t *Transport) pipelined(ctx context.Context, m *forms.Message, copies []outCopy) error {
+	root, _, _ := strings.Cut(m.ConversationID, "/")
+	select {
+	case t.slots <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("nats: %d messages waiting for the server: %w", cap(t.slots), ctx.Err())
+	}
+	t.pmu.Lock()
+	prev := t.pending[root]
+	done := make(chan struct{})
+	t.pending[root] = done
+	t.pmu.Unlock()
+	go t.settle(m, root, prev, done, copies)
+	return nil
+}
+
+// settle publishes copies after prev is settled, waits until the stream
+// has stored every one (publishing again, with backoff, what it did not
+// store) and acknowledges each to the manager. It gives up only when
+// the transport stops or its connection is closed.
+func (t *Transport) settle(m *forms.Message, root string, prev, done chan struct{}, copies []outCopy) {
+	defer func() {
+		t.pmu.Lock()
+		if t.pending[root] == done {
+			delete(t.pending, root)
+		}
+		t.pmu.Unlock()
+		close(done)
+		<-t.slots
+	}()
+	if prev != nil {
+		select {
+		case <-prev:
+		case <-t.stop:
+			return
+		}
+	}
+	for i := range copies {
+		copies[i].fut, copies[i].err = t.js.PublishMsgAsync(copies[i].msg, copies[i].opts...)
 	}
 	mgr := t.mgr.Load()
-	for _, p := range futs {
-		select {
-		case <-p.fut.Ok():
-			if mgr != nil {
-				mgr.Acknowledge(p.to, m)
+	for _, c := range copies {
+		stored := false
+		if c.err == nil {
+			timer := time.NewTimer(publishWait)
+			select {
+			case <-c.fut.Ok():
+				stored = true
+			case <-c.fut.Err():
+			case <-timer.C:
+			case <-t.stop:
 			}
-		case err := <-p.fut.Err():
-			errs = append(errs, fmt.Errorf("nats: send to %s: %w", policy.Quote(p.to), err))
-		case <-ctx.Done():
-			errs = append(errs, fmt.Errorf("nats: send to %s: %w", policy.Quote(p.to), ctx.Err()))
+			timer.Stop()
+		}
+		for wait := 50 * time.Millisecond; !stored && !t.stopped() && !t.nc.IsClosed(); wait = min(2*wait, time.Second) {
+			ctx, cancel := context.WithTimeout(context.Background(), publishWait)
+			_, err := t.js.PublishMsg(ctx, c.msg, c.opts...)
+			cancel()
+			if stored = err == nil; !stored {
+				t.o.logger.Debug("nats: publish failed, again", "agent", t.self, "to", c.to, "error", err)
+				select {
+				case <-time.After(wait):
+				case <-t.stop:
+				}
+			}
+		}
+		if stored && mgr != nil {
+			mgr.Acknowledge(c.to, m)
 		}
 	}
-	return errors.Join(errs...)
 }
+
+// publishWait bounds the wait for one publish acknowledgement before a
+// pipelined copy is published again (the stream stores it once, by its
+// Nats-Msg-Id).
+const publishWait = 5 * time.Second
 
 // msgID is the Nats-Msg-Id of id's copy for receiver: bounded, whatever
 // the length of the sender's reply-with.

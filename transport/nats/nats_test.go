@@ -35,45 +35,64 @@ func each(t *testing.T, s *natstest.Site, alice *agent.Manager, ids []string) {
 	assert.Empty(t, s.Codes())
 }
 
+// modes are the two ways Send can publish.
+var modes = []struct {
+	name string
+	opts []natstransport.Option
+}{
+	{name: "waiting for the stream"},
+	{name: "pipelined", opts: []natstransport.Option{natstransport.WithPipelining()}},
+}
+
 func TestRequestConversationsOverJetStream(t *testing.T) {
-	s := natstest.NewSite(t)
-	_, err := s.Run("bob", "", natstest.Performer)
-	require.NoError(t, err)
-	alice, err := s.Run("alice", "", natstest.Initiator)
-	require.NoError(t, err)
-	var ids []string
-	for range 50 {
-		ids = append(ids, natstest.Request(t, alice.M, "bob"))
+	for _, mode := range modes {
+		t.Run(mode.name, func(t *testing.T) {
+			s := natstest.NewSite(t)
+			s.Transport = mode.opts
+			_, err := s.Run("bob", "", natstest.Performer)
+			require.NoError(t, err)
+			alice, err := s.Run("alice", "", natstest.Initiator)
+			require.NoError(t, err)
+			var ids []string
+			for range 50 {
+				ids = append(ids, natstest.Request(t, alice.M, "bob"))
+			}
+			each(t, s, alice.M, ids)
+		})
 	}
-	each(t, s, alice.M, ids)
 }
 
 func TestBrokerRestartMidConversation(t *testing.T) {
-	s := natstest.NewSite(t)
-	_, err := s.Run("bob", "", natstest.Performer)
-	require.NoError(t, err)
-	alice, err := s.Run("alice", "", natstest.Initiator)
-	require.NoError(t, err)
-	var ids []string
-	for range 20 {
-		ids = append(ids, natstest.Request(t, alice.M, "bob"))
+	for _, mode := range modes {
+		t.Run(mode.name, func(t *testing.T) {
+			s := natstest.NewSite(t)
+			s.Transport = mode.opts
+			_, err := s.Run("bob", "", natstest.Performer)
+			require.NoError(t, err)
+			alice, err := s.Run("alice", "", natstest.Initiator)
+			require.NoError(t, err)
+			var ids []string
+			for range 20 {
+				ids = append(ids, natstest.Request(t, alice.M, "bob"))
+			}
+			s.Stop()
+			// While the server is down conversations pause: a new one
+			// starts and waits for its commit and its messages.
+			started := make(chan string, 1)
+			go func() {
+				id, err := alice.M.Start(context.Background(), agent.StartRequest{Policy: "fipa-request", Role: "Initiator", Peers: map[string][]string{"Participant": {"bob"}}})
+				assert.NoError(t, err)
+				started <- id
+			}()
+			time.Sleep(300 * time.Millisecond)
+			s.Start()
+			ids = append(ids, <-started)
+			for range 20 {
+				ids = append(ids, natstest.Request(t, alice.M, "bob"))
+			}
+			each(t, s, alice.M, ids)
+		})
 	}
-	s.Stop()
-	// While the server is down conversations pause: a new one starts and
-	// waits for its commit and its messages.
-	started := make(chan string, 1)
-	go func() {
-		id, err := alice.M.Start(context.Background(), agent.StartRequest{Policy: "fipa-request", Role: "Initiator", Peers: map[string][]string{"Participant": {"bob"}}})
-		assert.NoError(t, err)
-		started <- id
-	}()
-	time.Sleep(300 * time.Millisecond)
-	s.Start()
-	ids = append(ids, <-started)
-	for range 20 {
-		ids = append(ids, natstest.Request(t, alice.M, "bob"))
-	}
-	each(t, s, alice.M, ids)
 }
 
 // identitySite is a server with users alice, bob and mallory, each
