@@ -78,24 +78,12 @@ func WithPeer(name, url string) ClientOption {
 // default, and a negative one is an error.
 func WithClientLimits(l ClientLimits) ClientOption {
 	return func(o *clientOptions) {
-		if l.MaxResponseBytes < 0 || l.MaxMessagesPerTask < 0 || l.MaxTasks < 0 || l.PollFor < 0 || l.CallTimeout < 0 {
-			o.errs = append(o.errs, errors.New("a2a: WithClientLimits: a limit is negative"))
-		}
-		if l.MaxResponseBytes > 0 {
-			o.limits.MaxResponseBytes = l.MaxResponseBytes
-		}
-		if l.MaxMessagesPerTask > 0 {
-			o.limits.MaxMessagesPerTask = l.MaxMessagesPerTask
-		}
-		if l.MaxTasks > 0 {
-			o.limits.MaxTasks = l.MaxTasks
-		}
-		if l.PollFor > 0 {
-			o.limits.PollFor = l.PollFor
-		}
-		if l.CallTimeout > 0 {
-			o.limits.CallTimeout = l.CallTimeout
-		}
+		const opt = "WithClientLimits"
+		setLimit(&o.errs, opt, "MaxResponseBytes", &o.limits.MaxResponseBytes, l.MaxResponseBytes)
+		setLimit(&o.errs, opt, "MaxMessagesPerTask", &o.limits.MaxMessagesPerTask, l.MaxMessagesPerTask)
+		setLimit(&o.errs, opt, "MaxTasks", &o.limits.MaxTasks, l.MaxTasks)
+		setLimit(&o.errs, opt, "PollFor", &o.limits.PollFor, l.PollFor)
+		setLimit(&o.errs, opt, "CallTimeout", &o.limits.CallTimeout, l.CallTimeout)
 	}
 }
 

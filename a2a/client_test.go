@@ -47,10 +47,10 @@ func (r *received) observe(o agent.Observation) {
 }
 
 // call plays the Initiator of fipa-request against the A2A agent at url
-// and returns the outcome and what alice received.
-func call(t *testing.T, url string, data map[string]any) (string, *received) {
+// and returns the outcome (or Wait's error) and what alice received.
+func call(t *testing.T, url string, data map[string]any, opts ...a2a.ClientOption) (string, *received) {
 	t.Helper()
-	c, err := a2a.NewClient(a2a.WithPeer("painter", url), a2a.WithClientLogger(nil))
+	c, err := a2a.NewClient(append([]a2a.ClientOption{a2a.WithPeer("painter", url), a2a.WithClientLogger(nil)}, opts...)...)
 	require.NoError(t, err)
 	defer c.Close()
 	r := &received{}
@@ -171,7 +171,7 @@ func TestClientErrors(t *testing.T) {
 		want string
 	}{
 		{name: "an empty peer", opts: []a2a.ClientOption{a2a.WithPeer("", "")}, want: "empty name or URL"},
-		{name: "a negative limit", opts: []a2a.ClientOption{a2a.WithClientLimits(a2a.ClientLimits{MaxTasks: -1})}, want: "a limit is negative"},
+		{name: "a negative limit", opts: []a2a.ClientOption{a2a.WithClientLimits(a2a.ClientLimits{MaxTasks: -1})}, want: "a2a: WithClientLimits: MaxTasks is -1, not positive"},
 		{name: "a nil HTTP client", opts: []a2a.ClientOption{a2a.WithHTTPClient(nil)}, want: "nil client"},
 	}
 	for _, tc := range tests {
@@ -190,22 +190,8 @@ func TestClientUnreachablePeerAborts(t *testing.T) {
 }
 
 func TestClientResponseLimit(t *testing.T) {
-	url := serve(t)
-	c, err := a2a.NewClient(a2a.WithPeer("painter", url), a2a.WithClientLogger(nil), a2a.WithClientLimits(a2a.ClientLimits{MaxResponseBytes: 64}))
-	require.NoError(t, err)
-	defer c.Close()
-	m, err := agent.NewManager("alice", agent.WithTransport(c), agent.WithLogger(nil), agent.WithDecider(decision.Func(initiator)))
-	require.NoError(t, err)
-	defer func() { require.NoError(t, m.Close(context.Background())) }()
-	c.Attach(m)
-	fr, err := policies.Load("fipa-request")
-	require.NoError(t, err)
-	require.NoError(t, m.Register(fr))
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	conv, err := m.Start(ctx, agent.StartRequest{Policy: "fipa-request", Role: "Initiator", Peers: map[string][]string{"Participant": {"painter"}}, Data: map[string]any{"action": "paint"}})
-	require.NoError(t, err)
-	_, err = m.Wait(ctx, conv)
-	require.ErrorIs(t, err, agent.ErrAborted)
-	assert.Contains(t, err.Error(), "response larger than ClientLimits.MaxResponseBytes")
+	outcome, r := call(t, serve(t), map[string]any{"action": "paint"}, a2a.WithClientLimits(a2a.ClientLimits{MaxResponseBytes: 64}))
+	assert.Contains(t, outcome, "aborted")
+	assert.Contains(t, outcome, "response larger than ClientLimits.MaxResponseBytes")
+	assert.Empty(t, r.msgs)
 }

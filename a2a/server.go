@@ -92,40 +92,24 @@ type serverOptions struct {
 // a negative one is an error.
 func WithLimits(l Limits) ServerOption {
 	return func(o *serverOptions) {
-		for _, f := range []struct {
-			name string
-			dst  *int64
-			v    int64
-		}{
-			{"MaxRequestBytes", &o.limits.MaxRequestBytes, l.MaxRequestBytes},
-			{"MaxTasks", nil, int64(l.MaxTasks)},
-			{"MaxTasksPerClient", nil, int64(l.MaxTasksPerClient)},
-			{"MaxMessagesPerTask", nil, int64(l.MaxMessagesPerTask)},
-			{"MaxWait", nil, int64(l.MaxWait)},
-			{"Retention", nil, int64(l.Retention)},
-		} {
-			if f.v < 0 {
-				o.errs = append(o.errs, fmt.Errorf("a2a: WithLimits: %s is %d, not positive", f.name, f.v))
-			}
-		}
-		if l.MaxRequestBytes > 0 {
-			o.limits.MaxRequestBytes = l.MaxRequestBytes
-		}
-		if l.MaxTasks > 0 {
-			o.limits.MaxTasks = l.MaxTasks
-		}
-		if l.MaxTasksPerClient > 0 {
-			o.limits.MaxTasksPerClient = l.MaxTasksPerClient
-		}
-		if l.MaxMessagesPerTask > 0 {
-			o.limits.MaxMessagesPerTask = l.MaxMessagesPerTask
-		}
-		if l.MaxWait > 0 {
-			o.limits.MaxWait = l.MaxWait
-		}
-		if l.Retention > 0 {
-			o.limits.Retention = l.Retention
-		}
+		set := func(name string, dst *int, v int) { setLimit(&o.errs, "WithLimits", name, dst, v) }
+		setLimit(&o.errs, "WithLimits", "MaxRequestBytes", &o.limits.MaxRequestBytes, l.MaxRequestBytes)
+		set("MaxTasks", &o.limits.MaxTasks, l.MaxTasks)
+		set("MaxTasksPerClient", &o.limits.MaxTasksPerClient, l.MaxTasksPerClient)
+		set("MaxMessagesPerTask", &o.limits.MaxMessagesPerTask, l.MaxMessagesPerTask)
+		setLimit(&o.errs, "WithLimits", "MaxWait", &o.limits.MaxWait, l.MaxWait)
+		setLimit(&o.errs, "WithLimits", "Retention", &o.limits.Retention, l.Retention)
+	}
+}
+
+// setLimit sets *dst to a positive v, keeps it for a zero v and reports
+// a negative one.
+func setLimit[T ~int | ~int64](errs *[]error, opt, name string, dst *T, v T) {
+	switch {
+	case v < 0:
+		*errs = append(*errs, fmt.Errorf("a2a: %s: %s is %v, not positive", opt, name, v))
+	case v > 0:
+		*dst = v
 	}
 }
 

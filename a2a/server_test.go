@@ -199,6 +199,7 @@ func TestServerInputRequired(t *testing.T) {
 		{name: "content that fits two messages needs a type", msg: next(map[string]any{"pay": 2}, nil), want: `fits several messages ("accept", "decline")`},
 		{name: "content that does not fit the form", msg: next(map[string]any{"pay": "two"}, &a2a.Meta{Type: "accept"}), want: `field "pay" of "accept" is a string, not a number (state "offered")`},
 		{name: "a message the state does not allow", msg: next(map[string]any{"item": "ink"}, &a2a.Meta{Type: "ask"}), want: `message type "ask" is not allowed now; allowed: "accept", "decline"`},
+		{name: "a message whose guard does not hold", msg: next(map[string]any{"pay": 1}, &a2a.Meta{Type: "accept"}), want: "the conversation refused the message: PE"},
 		{name: "another protocol", msg: next(map[string]any{"pay": 2}, &a2a.Meta{Protocol: "fipa-request", Type: "accept"}), want: `is a conversation of "quote", not "fipa-request"`},
 		{name: "a file part", msg: &sdk.Message{ID: "f", TaskID: task.ID, Role: sdk.MessageRoleUser, Parts: sdk.ContentParts{sdk.FilePart{File: sdk.FileURI{URI: "http://x/y"}}}}, want: "file parts are not supported"},
 		{name: "text alone", msg: &sdk.Message{ID: "t", TaskID: task.ID, Role: sdk.MessageRoleUser, Parts: sdk.ContentParts{sdk.TextPart{Text: "yes"}}}, want: "holds no data part"},
@@ -402,4 +403,57 @@ func TestServerTaskOfAnotherClient(t *testing.T) {
 	e, _ := res["error"].(map[string]any)
 	require.NotNil(t, e, "bob must not see alice's task: %v", res)
 	assert.Equal(t, float64(-32001), e["code"])
+}
+
+func TestNewServerErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		opts []a2a.ServerOption
+		want string
+	}{
+		{name: "a negative limit", opts: []a2a.ServerOption{a2a.WithLimits(a2a.Limits{MaxWait: -time.Second})}, want: "a2a: WithLimits: MaxWait is -1s, not positive"},
+		{name: "a nil client id", opts: []a2a.ServerOption{a2a.WithClientID(nil)}, want: "a2a: WithClientID: nil function"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := a2a.NewServer(a2a.Info{}, tc.opts...)
+			require.Error(t, err)
+			assert.Equal(t, tc.want, err.Error())
+		})
+	}
+}
+
+func TestAttachErrors(t *testing.T) {
+	fr, err := policies.Load("fipa-request")
+	require.NoError(t, err)
+	tests := []struct {
+		name string
+		run  func(srv *a2a.Server, m *agent.Manager) error
+		want string
+	}{
+		{name: "no policy", run: func(srv *a2a.Server, m *agent.Manager) error { return srv.Attach(m) }, want: "a2a: Attach: no policy"},
+		{name: "twice", run: func(srv *a2a.Server, m *agent.Manager) error {
+			require.NoError(t, srv.Attach(m, fr))
+			return srv.Attach(m, fr)
+		}, want: "a2a: Attach: the server is attached already"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, err := a2a.NewServer(a2a.Info{})
+			require.NoError(t, err)
+			m, err := agent.NewManager("painter", append(srv.ManagerOptions(), agent.WithLogger(nil))...)
+			require.NoError(t, err)
+			defer func() { require.NoError(t, m.Close(context.Background())) }()
+			assert.EqualError(t, tc.run(srv, m), tc.want)
+		})
+	}
+}
+
+func TestServerBeforeAttach(t *testing.T) {
+	srv, err := a2a.NewServer(a2a.Info{})
+	require.NoError(t, err)
+	rec := httptest.NewRecorder()
+	srv.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/.well-known/agent-card.json", nil))
+	assert.Equal(t, http.StatusServiceUnavailable, rec.Code)
+	assert.Nil(t, srv.Card())
 }

@@ -68,15 +68,15 @@ func startPainter(t *testing.T) string {
 	return ""
 }
 
-func TestCallPainter(t *testing.T) {
-	url := startPainter(t)
-	tests := []struct {
-		name, action, outcome string
-		last                  map[string]any
-	}{
-		{name: "paint", action: "paint the fence", outcome: "result", last: map[string]any{"result": "paint the fence: done"}},
-		{name: "other", action: "mow the lawn", outcome: "refused", last: map[string]any{"reason": "the painter only paints"}},
-	}
+// callCase is one call of the Initiator and what it must end with.
+type callCase struct {
+	name, action, outcome string
+	last                  map[string]any
+}
+
+// checkCalls plays the Initiator against the agent at url for each case.
+func checkCalls(t *testing.T, url string, tests []callCase) {
+	t.Helper()
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -87,6 +87,13 @@ func TestCallPainter(t *testing.T) {
 			assert.Equal(t, tc.last, last)
 		})
 	}
+}
+
+func TestCallPainter(t *testing.T) {
+	checkCalls(t, startPainter(t), []callCase{
+		{name: "paint", action: "paint the fence", outcome: "result", last: map[string]any{"result": "paint the fence: done"}},
+		{name: "other", action: "mow the lawn", outcome: "refused", last: map[string]any{"reason": "the painter only paints"}},
+	})
 }
 
 // TestJSClientDrivesPainter runs a2a/testdata/js/client.mjs, an A2A
@@ -148,21 +155,8 @@ func TestCallJSServer(t *testing.T) {
 	require.NoError(t, err, "server.mjs printed no URL")
 	url := strings.TrimSpace(line)
 	require.True(t, strings.HasPrefix(url, "http://127.0.0.1:"), "server.mjs printed %q", line)
-	tests := []struct {
-		name, action, outcome string
-		last                  map[string]any
-	}{
+	checkCalls(t, url, []callCase{
 		{name: "completed", action: "paint the fence", outcome: "result", last: map[string]any{"result": "paint the fence: done by js"}},
 		{name: "rejected", action: "mow the lawn", outcome: "refused", last: map[string]any{"reason": "the js painter only paints"}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-			defer cancel()
-			outcome, last, err := call(ctx, url, tc.action)
-			require.NoError(t, err)
-			assert.Equal(t, tc.outcome, outcome)
-			assert.Equal(t, tc.last, last)
-		})
-	}
+	})
 }
