@@ -74,6 +74,7 @@ type exploreOptions struct {
 	buffer    int
 	instances int
 	max       int
+	severity  severityOptions
 }
 
 func exploreFlags(fs *flag.FlagSet) any {
@@ -83,6 +84,7 @@ func exploreFlags(fs *flag.FlagSet) any {
 	fs.IntVar(&o.buffer, "buffer", explore.DefaultBuffer, fmt.Sprintf("a channel holds at most `N` messages (1 to %d)", explore.MaxBuffer))
 	fs.IntVar(&o.instances, "instances", explore.DefaultInstances, fmt.Sprintf("`N` agents play a many role (1 to %d)", explore.MaxInstances))
 	fs.IntVar(&o.max, "max", 200, "print at most `N` diagnostics (text); 0 means no limit")
+	o.severity.register(fs)
 	return o
 }
 
@@ -134,13 +136,13 @@ func runExplore(c *command, opts any, args []string, stdout, stderr io.Writer) i
 		}
 		results = append(results, x)
 	}
-	rep.recount()
+	o.severity.apply(rep)
 	var err error
 	switch o.format.value {
 	case "json":
-		err = writeExploreJSON(stdout, results)
+		err = writeExploreJSON(stdout, rep, results)
 	case "mermaid":
-		err = writeExploreMermaid(stdout, results)
+		err = writeExploreMermaid(stdout, rep, results)
 	default:
 		err = writeExploreText(stdout, rep, results, o.max)
 	}
@@ -203,6 +205,26 @@ func (r *report) recount() {
 		r.diags = append(r.diags, f.diags...)
 	}
 	r.diags.Sort()
+}
+
+// leveled returns a finding's diagnostic as the report shows it: with
+// its file, at the level -profile and -severity give its code, and false
+// when they switch it off.
+func (r *report) leveled(d policy.Diagnostic, file string) (policy.Diagnostic, bool) {
+	if d.Pos.File == "" {
+		d.Pos.File = file
+	}
+	switch r.levels[d.Code] {
+	case levelOff:
+		return d, false
+	case "error":
+		d.Severity = policy.SeverityError
+	case "warning":
+		d.Severity = policy.SeverityWarning
+	case "info":
+		d.Severity = policy.SeverityInfo
+	}
+	return d, true
 }
 
 // exitCode returns the exit status a run with this report ends with.
@@ -280,7 +302,7 @@ type jsonFinding struct {
 	Mermaid string         `json:"mermaid"`
 }
 
-func writeExploreJSON(w io.Writer, results []explored) error {
+func writeExploreJSON(w io.Writer, rep *report, results []explored) error {
 	out := jsonExplore{Policies: []jsonExplored{}}
 	for _, x := range results {
 		jp := jsonExplored{File: x.file.path, Findings: []jsonFinding{}, Static: []jsonDiagnostic{}}
@@ -289,9 +311,9 @@ func writeExploreJSON(w io.Writer, results []explored) error {
 			jp.Explored, jp.States, jp.Steps, jp.Truncated, jp.Bound = true, r.States, r.Steps, r.Truncated, r.Bound
 			jp.Instances, jp.Buffer, jp.MaxStates, jp.Omitted = r.Instances, r.Buffer, r.MaxStates, r.Omitted
 			for _, f := range r.Findings {
-				d := f.Diagnostic
-				if d.Pos.File == "" {
-					d.Pos.File = x.file.path
+				d, ok := rep.leveled(f.Diagnostic, x.file.path)
+				if !ok {
+					continue
 				}
 				found[d.Error()] = true
 				jp.Findings = append(jp.Findings, jsonFinding{jsonDiagnostic: jsonDiag(d), Witness: f.Witness, Mermaid: f.Mermaid()})
@@ -312,16 +334,16 @@ func writeExploreJSON(w io.Writer, results []explored) error {
 
 // writeExploreMermaid prints each finding's witness as a Mermaid
 // sequence diagram, after a comment line saying what it shows.
-func writeExploreMermaid(w io.Writer, results []explored) error {
+func writeExploreMermaid(w io.Writer, rep *report, results []explored) error {
 	bw := bufio.NewWriter(w)
 	for _, x := range results {
 		if x.report == nil {
 			continue
 		}
 		for _, f := range x.report.Findings {
-			d := f.Diagnostic
-			if d.Pos.File == "" {
-				d.Pos.File = x.file.path
+			d, ok := rep.leveled(f.Diagnostic, x.file.path)
+			if !ok {
+				continue
 			}
 			fmt.Fprintf(bw, "%%%% %s\n%s\n", mermaidComment(d.Error()), f.Mermaid())
 		}

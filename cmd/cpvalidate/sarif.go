@@ -72,7 +72,25 @@ type sarifMessage struct {
 
 type sarifInvocation struct {
 	ExecutionSuccessful        bool                `json:"executionSuccessful"`
+	RuleConfigurationOverrides []sarifOverride     `json:"ruleConfigurationOverrides,omitempty"`
 	ToolExecutionNotifications []sarifNotification `json:"toolExecutionNotifications,omitempty"`
+}
+
+// sarifOverride is a rule's configuration under -profile and -severity,
+// where it differs from the rule's default.
+type sarifOverride struct {
+	Descriptor    sarifDescriptor     `json:"descriptor"`
+	Configuration sarifOverrideConfig `json:"configuration"`
+}
+
+type sarifDescriptor struct {
+	ID    string `json:"id"`
+	Index int    `json:"index"`
+}
+
+type sarifOverrideConfig struct {
+	Enabled bool   `json:"enabled"`
+	Level   string `json:"level"`
 }
 
 type sarifNotification struct {
@@ -219,6 +237,22 @@ func writeSARIF(w io.Writer, rep *report, max int) error {
 		run.Results = append(run.Results, res)
 	}
 	inv := sarifInvocation{ExecutionSuccessful: len(rep.ioErrors) == 0}
+	for i, c := range allCodes() {
+		level, ok := rep.levels[c.Code]
+		if !ok || level == c.Severity.String() {
+			continue
+		}
+		conf := sarifOverrideConfig{Enabled: level != levelOff, Level: "none"}
+		switch level {
+		case "error":
+			conf.Level = "error"
+		case "warning":
+			conf.Level = "warning"
+		case "info":
+			conf.Level = "note"
+		}
+		inv.RuleConfigurationOverrides = append(inv.RuleConfigurationOverrides, sarifOverride{Descriptor: sarifDescriptor{ID: string(c.Code), Index: i}, Configuration: conf})
+	}
 	for _, err := range rep.ioErrors {
 		inv.ToolExecutionNotifications = append(inv.ToolExecutionNotifications, sarifNotification{Level: "error", Message: sarifMessage{Text: err.Error()}})
 	}

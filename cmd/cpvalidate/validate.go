@@ -53,6 +53,12 @@ turns that off and -explore-all explores every policy. At most ` + fmt.Sprint(po
 policies are looked up by name among the policies given, then among the
 policies Parley ships.
 
+Each code has a severity (docs/diagnostics.md); -profile strict makes every
+warning an error and every information a warning, and -severity CODE=LEVEL
+sets one code's (error, warning, info, or off to drop it; an error the
+engine refuses a policy for stays an error). SARIF output lists the rules
+they change as ruleConfigurationOverrides.
+
 Text output prints each diagnostic as
   file:line:col: severity: message [CODE]
 followed by its related positions and witness trace (indented), then one
@@ -77,6 +83,7 @@ type validateOptions struct {
 	explore       bool
 	exploreAll    bool
 	exploreStates int
+	severity      severityOptions
 }
 
 func validateFlags(fs *flag.FlagSet) any {
@@ -87,6 +94,7 @@ func validateFlags(fs *flag.FlagSet) any {
 	fs.BoolVar(&o.explore, "explore", true, fmt.Sprintf("explore each policy of at most %d states that checks clean (see cpvalidate explore)", exploreThreshold))
 	fs.BoolVar(&o.exploreAll, "explore-all", false, "explore every policy that checks clean, whatever its size")
 	fs.IntVar(&o.exploreStates, "explore-states", validateExploreStates, fmt.Sprintf("an exploration visits at most `N` global states (at most %d)", explore.MaxStatesLimit))
+	o.severity.register(fs)
 	return o
 }
 
@@ -115,6 +123,9 @@ type report struct {
 	notes []string
 	// resolve finds child policies: among the files, then the shipped.
 	resolve policy.Resolver
+	// levels is the level of each code under -profile and -severity
+	// (nil: every code's own).
+	levels map[policy.Code]string
 }
 
 func (r *report) totals() (ok, errs, warns int) {
@@ -162,6 +173,7 @@ func runValidate(c *command, opts any, args []string, stdout, stderr io.Writer) 
 			return exitUsage
 		}
 	}
+	o.severity.apply(rep)
 	var err error
 	switch o.format.value {
 	case "json":
