@@ -41,10 +41,14 @@ type Names struct {
 // Defaults are the names transport/nats and store/natskv use by default.
 var Defaults = Names{Prefix: "parley.msg", Stream: "PARLEY", Bucket: "parley"}
 
+// InboxPrefix is the prefix of agent's reply subjects when its user has
+// Permissions.
+func InboxPrefix(agent string) string { return "_INBOX_" + agent }
+
 // Permissions are what agent's NATS user may do: publish messages only
 // as agent (<prefix>.*.<agent>), acknowledge only its own consumer's
 // messages, write only its own keys, and use the JetStream API only on
-// its own consumer and keys. The stream and bucket must exist (an
+// its own consumer and keys, and receive only on its own inboxes. The stream and bucket must exist (an
 // administrator creates them; see docs/nats.md).
 func Permissions(n Names, agent string) *server.Permissions {
 	consumer := "parley-" + agent
@@ -65,6 +69,9 @@ func Permissions(n Names, agent string) *server.Permissions {
 			"$JS.API.CONSUMER.CREATE." + kvStream + ".*." + kvKeys,
 			"$JS.API.CONSUMER.DELETE." + kvStream + ".*",
 		}},
-		Subscribe: &server.SubjectPermission{Allow: []string{"_INBOX.>"}},
+		// Replies (publish acknowledgements, deliveries of pull
+		// consumers) come to the agent's own inboxes only: connect with
+		// nats.CustomInboxPrefix(InboxPrefix(agent)).
+		Subscribe: &server.SubjectPermission{Allow: []string{InboxPrefix(agent) + ".>"}},
 	}
 }

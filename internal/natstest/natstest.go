@@ -76,7 +76,7 @@ func (s *Site) Start() {
 func (s *Site) Connect(user string, more ...natsio.Option) *natsio.Conn {
 	opts := append([]natsio.Option{natsio.MaxReconnects(-1), natsio.ReconnectWait(50 * time.Millisecond), natsio.NoCallbacksAfterClientClose()}, more...)
 	if user != "" {
-		opts = append(opts, natsio.UserInfo(user, "pw-"+user))
+		opts = append(opts, natsio.UserInfo(user, "pw-"+user), natsio.CustomInboxPrefix(natsembed.InboxPrefix(user)))
 	}
 	nc, err := natsio.Connect(s.url, opts...)
 	require.NoError(s.t, err)

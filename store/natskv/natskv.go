@@ -192,10 +192,7 @@ func Open(ctx context.Context, nc *natsio.Conn, agentName string, opts ...Option
 	}
 	kv, err := js.KeyValue(ctx, o.bucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
-			Bucket: o.bucket, History: 1, Storage: jetstream.FileStorage,
-			MaxValueSize: int32(min(o.maxValue, 1<<31-1)), LimitMarkerTTL: time.Second,
-		})
+		kv, err = js.CreateKeyValue(ctx, BucketConfig(o.bucket, o.maxValue))
 		if errors.Is(err, jetstream.ErrBucketExists) {
 			kv, err = js.KeyValue(ctx, o.bucket)
 		}
@@ -217,6 +214,17 @@ func Open(ctx context.Context, nc *natsio.Conn, agentName string, opts ...Option
 	}
 	go s.renew()
 	return s, nil
+}
+
+// BucketConfig is the configuration Open gives the bucket it creates:
+// one revision per key, file storage, values up to maxRecord bytes, and
+// per-key TTLs (the lease's). An administrator creating the bucket ahead
+// (with Replicas for a cluster) starts from it.
+func BucketConfig(name string, maxRecord int) jetstream.KeyValueConfig {
+	return jetstream.KeyValueConfig{
+		Bucket: name, History: 1, Storage: jetstream.FileStorage,
+		MaxValueSize: int32(min(maxRecord, 1<<31-1)), LimitMarkerTTL: time.Second,
+	}
 }
 
 func (s *Store) leaseKey() string { return s.agent + ".lease" }

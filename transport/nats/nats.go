@@ -102,6 +102,9 @@ type Limits struct {
 	// yet acknowledged (the consumer's max ack pending, and the client's
 	// buffer). Default 1,024.
 	MaxPending int
+	// MaxPendingBytes bounds the bytes of the messages the client
+	// buffers for the receiver. Default 64 MiB.
+	MaxPendingBytes int
 	// AckWait is how long the server waits for a receiver's
 	// acknowledgement before it delivers the message again. Default 30 s.
 	AckWait time.Duration
@@ -121,6 +124,7 @@ var DefaultLimits = Limits{
 	MaxPerSender:    10_000,
 	MaxStreamBytes:  1 << 30,
 	MaxPending:      1024,
+	MaxPendingBytes: 64 << 20,
 	AckWait:         30 * time.Second,
 	MaxInFlight:     4096,
 	Redeliver:       time.Second,
@@ -167,6 +171,9 @@ func WithLimits(l Limits) Option {
 		}
 		if l.MaxPending > 0 {
 			d.MaxPending = l.MaxPending
+		}
+		if l.MaxPendingBytes > 0 {
+			d.MaxPendingBytes = l.MaxPendingBytes
 		}
 		if l.AckWait > 0 {
 			d.AckWait = l.AckWait
@@ -334,7 +341,7 @@ func (t *Transport) Attach(ctx context.Context, m *agent.Manager) error {
 	}
 	t.mgr.Store(m)
 	cc, err := t.cons.Consume(t.handle,
-		jetstream.PullMaxMessagesWithBytesLimit(t.o.limits.MaxPending, t.o.limits.MaxPending*t.o.limits.MaxMessageBytes),
+		jetstream.PullMaxMessagesWithBytesLimit(t.o.limits.MaxPending, max(t.o.limits.MaxPendingBytes, t.o.limits.MaxMessageBytes)),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 			t.o.logger.Debug("nats consume", "agent", t.self, "error", err)
 		}))

@@ -107,9 +107,8 @@ func identitySite(t *testing.T) *natstest.Site {
 	ctx := context.Background()
 	_, err = js.CreateStream(ctx, natstransport.StreamConfig(natstransport.DefaultStream, natstransport.DefaultPrefix, natstransport.DefaultLimits))
 	require.NoError(t, err)
-	st, err := natskv.Open(ctx, nc, "setup") // creates the bucket
+	_, err = js.CreateKeyValue(ctx, natskv.BucketConfig(natskv.DefaultBucket, 1<<20))
 	require.NoError(t, err)
-	require.NoError(t, st.Close())
 	return s
 }
 
