@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"strings"
 	"time"
 
@@ -35,8 +34,9 @@ type conversation struct {
 	// applied holds the ids of the inbound messages applied, with a store
 	// (see MessageID).
 	applied map[string]struct{}
-	// decisions holds the timeout of each decision being decided.
-	decisions map[uint64]ClockTimer
+	// decisions holds the decisions decision logic is taking off the
+	// worker.
+	decisions []*decisionJob
 }
 
 func (c *conversation) result() waitResult {
@@ -342,8 +342,9 @@ type pendingDecision struct {
 // decide asks decision logic for a decision: the manager's own
 // conversation-setup logic, then the decider, then the policy's decide
 // expressions, then the application through WithAsyncDecisions. The
-// decider and the hand-off run on a goroutine of their own, bounded by
-// Limits.DecisionTimeout; without them the decision is taken here.
+// decider and the hand-off run off the worker, bounded by
+// Limits.DecisionTimeout, on a goroutine of the manager's pool; without
+// them the decision is taken here.
 func (w *worker) decide(c *conversation, d *pendingDecision, now time.Time) {
 	m := w.m
 	if c.h.Done() {
@@ -369,27 +370,7 @@ func (w *worker) decide(c *conversation, d *pendingDecision, now time.Time) {
 		w.decidedNow(c, d.ticket, req.Point, a, err, now)
 		return
 	}
-	// The decider gets its own copy of what the worker may change later.
-	own := copyRequest(req)
-	ticket, id := d.ticket, c.id
-	if c.decisions == nil {
-		c.decisions = map[uint64]ClockTimer{}
-	}
-	// One clock timer bounds the decision: it ends the decider's context
-	// and, if the decision is still awaited, aborts the conversation.
-	ctx, cancel := context.WithCancel(context.Background())
-	c.decisions[ticket] = m.o.clock.AfterFunc(m.o.limits.DecisionTimeout, func() {
-		cancel()
-		_ = w.push(input{kind: inDecisionTimeout, conv: id, ticket: ticket}, false)
-	})
-	m.inflight.Add(1)
-	go func() {
-		defer m.inflight.Add(-1)
-		defer cancel()
-		x := &inputExtra{point: own.Point}
-		x.answer, x.err, x.abort = m.runDecision(ctx, id, ticket, own, bound)
-		_ = w.push(input{kind: inDecided, conv: id, ticket: ticket, extra: x}, false)
-	}()
+	w.startDecision(c, d.ticket, req, bound, now)
 }
 
 // runDecision runs the decider, the policy's decide expressions and the
@@ -417,23 +398,6 @@ func (m *Manager) runDecision(ctx context.Context, id string, ticket uint64, req
 
 // errAsync marks a decision handed to the application.
 var errAsync = errors.New("agent: decision handed to the application")
-
-// copyRequest returns a copy of req whose maps the worker does not share:
-// vars and sessions are copied; content is shared, and read-only.
-func copyRequest(req *decision.Request) *decision.Request {
-	cp := *req
-	cp.Vars = maps.Clone(req.Vars)
-	cp.Choices = append([]string(nil), req.Choices...)
-	if req.Sessions != nil {
-		cp.Sessions = make([]decision.Session, len(req.Sessions))
-		for i, s := range req.Sessions {
-			s.Vars = maps.Clone(s.Vars)
-			s.Choices = append([]string(nil), s.Choices...)
-			cp.Sessions[i] = s
-		}
-	}
-	return &cp
-}
 
 // decided takes the result of decision logic that ran off the worker.
 func (w *worker) decided(c *conversation, ticket uint64, x *inputExtra, now time.Time) {
@@ -490,27 +454,6 @@ func (w *worker) answer(c *conversation, ticket uint64, a decision.Answer, now t
 	ev := &w.answerEv
 	*ev = engine.DecisionEvent{At: now, Ticket: ticket, Answer: a}
 	w.process(c, ev, now)
-}
-
-// stopDecision stops the timeout of a decision that was answered or no
-// longer matters.
-func (w *worker) stopDecision(c *conversation, ticket uint64) {
-	if t, ok := c.decisions[ticket]; ok {
-		t.Stop()
-		delete(c.decisions, ticket)
-	}
-}
-
-// decisionTimedOut aborts a conversation whose decision is still awaited
-// when its time is up.
-func (w *worker) decisionTimedOut(c *conversation, ticket uint64, now time.Time) {
-	if _, ok := c.decisions[ticket]; !ok {
-		return
-	}
-	delete(c.decisions, ticket)
-	if c.h.Awaits(ticket) {
-		w.abort(c, fmt.Sprintf("decision logic did not answer within %s", w.m.o.limits.DecisionTimeout), now)
-	}
 }
 
 // abort ends a conversation the manager cannot carry on.
@@ -573,10 +516,7 @@ func (w *worker) ended(c *conversation, e *engine.CPDoneEvent, now time.Time) {
 	c.outcome, c.endedAt = e.Outcome, now
 	w.touch(c)
 	w.timers.clear(c)
-	for _, t := range c.decisions {
-		t.Stop()
-	}
-	c.decisions = nil
+	w.stopDecisions(c)
 	if c.opener != "" {
 		w.m.release(c.opener)
 	}

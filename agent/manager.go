@@ -116,6 +116,7 @@ type Manager struct {
 	seq      atomic.Uint64 // outbox entries
 	commit   *committer
 	inflight atomic.Int64 // decisions running and messages waiting to be sent
+	deciders *pool
 	wg       sync.WaitGroup
 	closed   atomic.Bool
 	// resumed is false while the store holds what Resume has not loaded;
@@ -167,6 +168,7 @@ func NewManager(self string, opts ...Option) (*Manager, error) {
 	} else {
 		m.resumed.Store(true)
 	}
+	m.deciders = newPool()
 	for range o.workers {
 		w := newWorker(m)
 		m.workers = append(m.workers, w)
@@ -474,6 +476,7 @@ func (m *Manager) Close(ctx context.Context) error {
 		for _, w := range m.workers {
 			w.stop()
 		}
+		m.deciders.close()
 	}
 	done := make(chan struct{})
 	go func() {

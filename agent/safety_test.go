@@ -203,6 +203,40 @@ func TestADeciderThatBlocksIsBoundedByTheDecisionTimeout(t *testing.T) {
 	assert.ErrorContains(t, err, "did not answer within 5s")
 }
 
+func TestADecidersContextEndsAtTheDecisionTimeout(t *testing.T) {
+	w := newWorld(t)
+	type seen struct {
+		deadline time.Time
+		err      error
+	}
+	got := make(chan seen, 1)
+	alice := w.agent("alice", decision.Func(func(ctx context.Context, _ *decision.Request) (decision.Answer, error) {
+		d, _ := ctx.Deadline()
+		<-ctx.Done()
+		got <- seen{d, ctx.Err()}
+		return decision.Answer{}, ctx.Err()
+	}), agent.WithLimits(agent.Limits{DecisionTimeout: 5 * time.Second}))
+	w.agent("bob", bobOfRequest())
+	ctx := context.Background()
+	start := w.clock.Now()
+	conv, err := alice.Start(ctx, agent.StartRequest{Policy: "fipa-request", Role: "Initiator", Peers: map[string][]string{"Participant": {"bob"}}})
+	require.NoError(t, err)
+	require.NoError(t, alice.Flush(ctx))
+	select {
+	case s := <-got:
+		t.Fatalf("the context ended before its time: %v", s.err)
+	default:
+	}
+	w.clock.Advance(5 * time.Second)
+	require.NoError(t, alice.Flush(ctx))
+	s := <-got
+	assert.ErrorIs(t, s.err, context.DeadlineExceeded)
+	assert.True(t, s.deadline.Equal(start.Add(5*time.Second)), "deadline %v", s.deadline)
+	outcome, err := alice.Wait(ctx, conv)
+	assert.Equal(t, engine.OutcomeAborted, outcome)
+	assert.ErrorContains(t, err, "did not answer within 5s")
+}
+
 // stuckTransport blocks every Send until released, ignoring its context.
 type stuckTransport struct{ release chan struct{} }
 

@@ -20,10 +20,12 @@ type timers struct {
 	free     []*timer
 }
 
-// timer is an armed timer of a conversation.
+// timer is an armed timer of a conversation: one of its policy's
+// (ev), or the timeout of a decision (job).
 type timer struct {
 	conv *conversation
 	ev   engine.TimerEvent
+	job  *decisionJob
 	h    timerheap.Handle
 }
 
@@ -46,6 +48,24 @@ func (ts *timers) apply(c *conversation, e *engine.TimerEvent, now time.Time) {
 			}
 		}
 	}
+}
+
+// schedule arms the timeout of decision j of c, at deadline.
+func (ts *timers) schedule(c *conversation, j *decisionJob, deadline, now time.Time) *timer {
+	t := ts.newTimer()
+	t.conv, t.job = c, j
+	t.h = ts.heap.Push(deadline, t)
+	if _, first, _ := ts.heap.Peek(); first == t {
+		ts.rearm(now)
+	}
+	return t
+}
+
+// unscheduleJob removes a decision's timeout.
+func (ts *timers) unscheduleJob(t *timer) {
+	ts.heap.Remove(t.h)
+	*t = timer{}
+	ts.free = append(ts.free, t)
 }
 
 // clear removes every timer of c.
@@ -125,6 +145,12 @@ func (ts *timers) fire(gen uint64, now time.Time) {
 		at, t, ok := ts.heap.Peek()
 		if !ok || at.After(now) {
 			break
+		}
+		if j := t.job; j != nil {
+			c := t.conv
+			ts.unscheduleJob(t) // t is reused from here on
+			w.decisionTimedOut(c, j, now)
+			continue
 		}
 		c, ev := t.conv, t.ev
 		for i, ct := range c.timers {

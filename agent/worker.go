@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,7 +18,6 @@ const (
 	inTick
 	inAnswer
 	inDecided
-	inDecisionTimeout
 	inSendFailed
 	inStart
 	inWait
@@ -216,8 +216,8 @@ func (w *worker) halt(rest []input) {
 			ch <- waitResult{err: ErrClosed}
 		}
 		c.waiters = nil
-		for _, t := range c.decisions {
-			t.Stop()
+		for _, j := range c.decisions {
+			j.ctx.cancel(context.Canceled)
 		}
 	}
 	w.out.close()
@@ -283,10 +283,6 @@ func (w *worker) handle(in *input) {
 	case inDecided:
 		if c := w.convs[in.conv]; c != nil {
 			w.decided(c, in.ticket, in.extra, now)
-		}
-	case inDecisionTimeout:
-		if c := w.convs[in.conv]; c != nil {
-			w.decisionTimedOut(c, in.ticket, now)
 		}
 	case inSendFailed:
 		if c := w.convs[in.conv]; c != nil && !w.kept(in.msg) {
