@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"iter"
 	"net"
 	"net/http"
 	"slices"
@@ -55,6 +54,13 @@ type Limits struct {
 	// Retention is how long a task is kept after it reached a terminal
 	// state, for tasks/get. Default 10 minutes.
 	Retention time.Duration
+	// MaxStreams is the most message/stream and tasks/resubscribe
+	// streams open at once; one more is refused (-32000). Default 1,000.
+	MaxStreams int
+	// StreamFor is how long a stream lasts at most; it ends without a
+	// final event after it (resubscribe, or poll with tasks/get).
+	// Default 5 minutes.
+	StreamFor time.Duration
 }
 
 // DefaultLimits are the limits NewServer uses unless WithLimits says
@@ -66,6 +72,8 @@ var DefaultLimits = Limits{
 	MaxMessagesPerTask: 1_000,
 	MaxWait:            10 * time.Second,
 	Retention:          10 * time.Minute,
+	MaxStreams:         1_000,
+	StreamFor:          5 * time.Minute,
 }
 
 // Info describes the agent in its agent card.
@@ -99,6 +107,8 @@ func WithLimits(l Limits) ServerOption {
 		set("MaxMessagesPerTask", &o.limits.MaxMessagesPerTask, l.MaxMessagesPerTask)
 		setLimit(&o.errs, "WithLimits", "MaxWait", &o.limits.MaxWait, l.MaxWait)
 		setLimit(&o.errs, "WithLimits", "Retention", &o.limits.Retention, l.Retention)
+		set("MaxStreams", &o.limits.MaxStreams, l.MaxStreams)
+		setLimit(&o.errs, "WithLimits", "StreamFor", &o.limits.StreamFor, l.StreamFor)
 	}
 }
 
@@ -137,7 +147,8 @@ func remoteHost(r *http.Request) string {
 
 // Server exposes the roles an agent.Manager accepts conversations in as
 // an A2A agent, over A2A's JSON-RPC binding: an agent card with one skill
-// per (policy, role), message/send, tasks/get and tasks/cancel. Each task
+// per (policy, role), message/send, message/stream, tasks/get,
+// tasks/cancel and tasks/resubscribe. Each task
 // is one client's part in one conversation, whose id is the task's
 // contextId; docs/a2a.md documents the mapping.
 //
@@ -151,6 +162,7 @@ type Server struct {
 	skills   []*skill
 	byPolicy map[string]*skill
 	handler  atomic.Pointer[http.Handler]
+	streams  atomic.Int64
 
 	mu       sync.Mutex
 	tasks    map[sdk.TaskID]*task
@@ -268,7 +280,7 @@ func (s *Server) card() *sdk.AgentCard {
 	card := &sdk.AgentCard{
 		Name: s.info.Name, Description: s.info.Description, URL: s.info.URL, Version: s.info.Version,
 		ProtocolVersion: ProtocolVersion, PreferredTransport: sdk.TransportProtocolJSONRPC,
-		Capabilities: sdk.AgentCapabilities{Extensions: []sdk.AgentExtension{{
+		Capabilities: sdk.AgentCapabilities{Streaming: true, Extensions: []sdk.AgentExtension{{
 			URI:         ExtensionURI,
 			Description: "Parley conversation policies: message metadata carries the policy message type, performative, reply-with and in-reply-to; task metadata the policy, roles, state and the messages the client may send",
 		}}},
@@ -400,50 +412,6 @@ func (s *Server) dropLocked(t *task) {
 	delete(s.contexts, t.context)
 	delete(s.senders, t.sender)
 	delete(s.opened, t.openedKey)
-}
-
-// rpcHandler serves the A2A methods.
-type rpcHandler struct{ s *Server }
-
-var _ a2asrv.RequestHandler = rpcHandler{}
-
-// OnSendMessage handles message/send: a message without a task id opens
-// a task and its conversation, one with a task id continues it.
-func (h rpcHandler) OnSendMessage(ctx context.Context, p *sdk.MessageSendParams) (sdk.SendMessageResult, error) {
-	s := h.s
-	if p == nil || p.Message == nil {
-		return nil, fmt.Errorf("%w: no message", sdk.ErrInvalidParams)
-	}
-	msg := p.Message
-	if msg.ID == "" {
-		return nil, fmt.Errorf("%w: the message has no messageId", sdk.ErrInvalidParams)
-	}
-	for _, id := range []string{msg.ID, msg.ContextID, string(msg.TaskID)} {
-		if err := checkID(id); err != nil {
-			return nil, err
-		}
-	}
-	meta, hasMeta, err := metaOf(msg.Metadata)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", sdk.ErrInvalidParams, err)
-	}
-	in := inbound{msg: msg, meta: meta, plain: !hasMeta || (meta.Type == "" && meta.Performative == "")}
-	var t *task
-	if msg.TaskID != "" {
-		t, err = s.continueTask(ctx, clientOf(ctx), in)
-	} else {
-		t, err = s.openTask(ctx, clientOf(ctx), in)
-	}
-	if err != nil {
-		return nil, err
-	}
-	blocking := p.Config == nil || p.Config.Blocking == nil || *p.Config.Blocking
-	s.wait(ctx, t, blocking)
-	var hl *int
-	if p.Config != nil {
-		hl = p.Config.HistoryLength
-	}
-	return s.snapshot(t, hl), nil
 }
 
 // inbound is a message a client sends.
@@ -710,6 +678,10 @@ func (s *Server) refresh(ctx context.Context, t *task) bool {
 func (s *Server) snapshot(t *task, historyLength *int) *sdk.Task {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.snapshotLocked(t, historyLength)
+}
+
+func (s *Server) snapshotLocked(t *task, historyLength *int) *sdk.Task {
 	history := t.history
 	if historyLength != nil {
 		n := max(*historyLength, 0)
@@ -718,117 +690,11 @@ func (s *Server) snapshot(t *task, historyLength *int) *sdk.Task {
 		}
 	}
 	now := time.Now()
-	allowed := t.allowed
-	if t.state.Terminal() {
-		allowed = nil
-	}
-	tm := TaskMeta{Policy: t.sk.policy.Name, Role: t.sk.role, ClientRole: t.sk.external, State: t.local, Allowed: append([]string{}, allowed...), Outcome: t.outcome, Reason: t.reason}
 	return &sdk.Task{
 		ID: t.id, ContextID: t.context,
 		Status:    sdk.TaskStatus{State: t.state, Message: t.last, Timestamp: &now},
 		History:   slices.Clone(history),
 		Artifacts: slices.Clone(t.artifacts),
-		Metadata:  map[string]any{ExtensionURI: toMap(tm)},
+		Metadata:  t.metadata(),
 	}
-}
-
-// OnGetTask handles tasks/get.
-func (h rpcHandler) OnGetTask(ctx context.Context, q *sdk.TaskQueryParams) (*sdk.Task, error) {
-	if q == nil || q.ID == "" {
-		return nil, fmt.Errorf("%w: no task id", sdk.ErrInvalidParams)
-	}
-	t, err := h.s.lookup(clientOf(ctx), q.ID)
-	if err != nil {
-		return nil, err
-	}
-	h.s.refresh(ctx, t)
-	return h.s.snapshot(t, q.HistoryLength), nil
-}
-
-// OnCancelTask handles tasks/cancel: the client sends the policy's cancel
-// message, when the current state lets it, and the task is canceled.
-func (h rpcHandler) OnCancelTask(ctx context.Context, p *sdk.TaskIDParams) (*sdk.Task, error) {
-	s := h.s
-	if p == nil || p.ID == "" {
-		return nil, fmt.Errorf("%w: no task id", sdk.ErrInvalidParams)
-	}
-	t, err := s.lookup(clientOf(ctx), p.ID)
-	if err != nil {
-		return nil, err
-	}
-	t.sendMu.Lock()
-	defer t.sendMu.Unlock()
-	s.refresh(ctx, t)
-	s.mu.Lock()
-	terminal, local, allowed := t.state.Terminal(), t.local, t.allowed
-	s.mu.Unlock()
-	if terminal {
-		return nil, fmt.Errorf("%w: task %s has ended", sdk.ErrTaskNotCancelable, policy.Quote(string(p.ID)))
-	}
-	typ := ""
-	for _, name := range allowed {
-		if t.sk.forms[name].Type.Performative == "cancel" {
-			typ = name
-			break
-		}
-	}
-	if typ == "" {
-		return nil, fmt.Errorf("%w: %s does not let the client cancel in state %s; %s", sdk.ErrTaskNotCancelable, policy.Quote(t.sk.policy.Name), policy.Quote(local), allowedText(allowed))
-	}
-	fm := &forms.Message{Performative: "cancel", Sender: t.sender, Receivers: []string{s.m.Name()}, Protocol: t.sk.policy.Name, ConversationID: t.context, ReplyWith: newID("cancel"), Content: map[string]any{}, Language: "json"}
-	if err := t.sk.forms[typ].Validate(fm.Content); err != nil {
-		return nil, fmt.Errorf("%w: %v", sdk.ErrTaskNotCancelable, err)
-	}
-	um := toA2A(fm, typ, sdk.MessageRoleUser)
-	if err := s.deliver(ctx, t, fm, typ, um); err != nil {
-		return nil, fmt.Errorf("%w: %v", sdk.ErrTaskNotCancelable, err)
-	}
-	s.mu.Lock()
-	if !t.state.Terminal() {
-		t.canceled, t.state, t.endedAt = true, sdk.TaskStateCanceled, time.Now()
-		t.changed()
-	}
-	s.mu.Unlock()
-	return s.snapshot(t, nil), nil
-}
-
-// OnResubscribeToTask is not supported: the server does not stream.
-func (rpcHandler) OnResubscribeToTask(context.Context, *sdk.TaskIDParams) iter.Seq2[sdk.Event, error] {
-	return func(yield func(sdk.Event, error) bool) { yield(nil, errNoStreaming) }
-}
-
-// OnSendMessageStream is not supported: the server does not stream.
-func (rpcHandler) OnSendMessageStream(context.Context, *sdk.MessageSendParams) iter.Seq2[sdk.Event, error] {
-	return func(yield func(sdk.Event, error) bool) { yield(nil, errNoStreaming) }
-}
-
-var (
-	errNoStreaming = fmt.Errorf("%w: the agent does not stream: use message/send and tasks/get", sdk.ErrUnsupportedOperation)
-	errNoPush      = fmt.Errorf("%w: the agent sends no push notifications", sdk.ErrPushNotificationNotSupported)
-)
-
-// OnGetTaskPushConfig is not supported.
-func (rpcHandler) OnGetTaskPushConfig(context.Context, *sdk.GetTaskPushConfigParams) (*sdk.TaskPushConfig, error) {
-	return nil, errNoPush
-}
-
-// OnListTaskPushConfig is not supported.
-func (rpcHandler) OnListTaskPushConfig(context.Context, *sdk.ListTaskPushConfigParams) ([]*sdk.TaskPushConfig, error) {
-	return nil, errNoPush
-}
-
-// OnSetTaskPushConfig is not supported.
-func (rpcHandler) OnSetTaskPushConfig(context.Context, *sdk.TaskPushConfig) (*sdk.TaskPushConfig, error) {
-	return nil, errNoPush
-}
-
-// OnDeleteTaskPushConfig is not supported.
-func (rpcHandler) OnDeleteTaskPushConfig(context.Context, *sdk.DeleteTaskPushConfigParams) error {
-	return errNoPush
-}
-
-// OnGetExtendedAgentCard is not supported: the public card is all there
-// is.
-func (rpcHandler) OnGetExtendedAgentCard(context.Context) (*sdk.AgentCard, error) {
-	return nil, sdk.ErrAuthenticatedExtendedCardNotConfigured
 }

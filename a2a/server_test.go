@@ -457,3 +457,101 @@ func TestServerBeforeAttach(t *testing.T) {
 	assert.Equal(t, http.StatusServiceUnavailable, rec.Code)
 	assert.Nil(t, srv.Card())
 }
+
+// events collects a stream: the agent messages' types, in order (those
+// of the first task's history, then of the status updates), and the
+// last event's state and finality.
+func events(t *testing.T, seq func(func(sdk.Event, error) bool)) (msgs []string, state sdk.TaskState, final bool, artifacts int, err error) {
+	t.Helper()
+	for ev, e := range seq {
+		if e != nil {
+			return msgs, state, final, artifacts, e
+		}
+		switch ev := ev.(type) {
+		case *sdk.Task:
+			for _, m := range ev.History {
+				if m.Role == sdk.MessageRoleAgent {
+					msgs = append(msgs, metaTypeOf(m))
+				}
+			}
+			state, final, artifacts = ev.Status.State, false, artifacts+len(ev.Artifacts)
+		case *sdk.TaskStatusUpdateEvent:
+			if ev.Status.Message != nil {
+				msgs = append(msgs, metaTypeOf(ev.Status.Message))
+			}
+			state, final = ev.Status.State, ev.Final
+		case *sdk.TaskArtifactUpdateEvent:
+			artifacts++
+		}
+	}
+	return msgs, state, final, artifacts, nil
+}
+
+func metaTypeOf(m *sdk.Message) string {
+	md, _ := m.Metadata[a2a.ExtensionURI].(map[string]any)
+	typ, _ := md["type"].(string)
+	return typ
+}
+
+func TestServerStream(t *testing.T) {
+	c := client(serve(t))
+	ctx := context.Background()
+	tests := []struct {
+		name      string
+		data      map[string]any
+		meta      *a2a.Meta
+		msgs      []string
+		state     sdk.TaskState
+		artifacts int
+	}{
+		{name: "completed", data: map[string]any{"action": "paint the gate"}, msgs: []string{"agree", "inform-result"}, state: sdk.TaskStateCompleted, artifacts: 1},
+		{name: "rejected", data: map[string]any{"action": "mow"}, msgs: []string{"refuse"}, state: sdk.TaskStateRejected},
+		{name: "input-required", data: map[string]any{"item": "pen"}, meta: &a2a.Meta{Protocol: "quote"}, msgs: []string{"offer"}, state: sdk.TaskStateInputRequired},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			msgs, state, final, artifacts, err := events(t, c.SendStreamingMessage(ctx, &sdk.MessageSendParams{Message: dataMessage(tc.data, tc.meta)}))
+			require.NoError(t, err)
+			assert.Equal(t, tc.msgs, msgs)
+			assert.Equal(t, tc.state, state)
+			assert.True(t, final, "the stream ends with a final status update")
+			assert.Equal(t, tc.artifacts, artifacts)
+		})
+	}
+	t.Run("resubscribe", func(t *testing.T) {
+		task, err := send(t, c, dataMessage(map[string]any{"action": "paint the roof"}, nil))
+		require.NoError(t, err)
+		msgs, state, final, _, err := events(t, c.ResubscribeToTask(ctx, &sdk.TaskIDParams{ID: task.ID}))
+		require.NoError(t, err)
+		assert.Equal(t, []string{"agree", "inform-result"}, msgs)
+		assert.Equal(t, sdk.TaskStateCompleted, state)
+		assert.True(t, final)
+	})
+	t.Run("resubscribe to an unknown task", func(t *testing.T) {
+		_, _, _, _, err := events(t, c.ResubscribeToTask(ctx, &sdk.TaskIDParams{ID: "task-nope"}))
+		require.ErrorIs(t, err, sdk.ErrTaskNotFound)
+	})
+}
+
+func TestServerStreamLimit(t *testing.T) {
+	c := client(serve(t, a2a.WithLimits(a2a.Limits{MaxStreams: 1, MaxWait: 100 * time.Millisecond})))
+	task, err := send(t, c, dataMessage(map[string]any{"action": "wait"}, nil))
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	open := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range c.ResubscribeToTask(ctx, &sdk.TaskIDParams{ID: task.ID}) {
+			close(open) // the first event: the stream is open, and stays open
+			<-ctx.Done()
+			return
+		}
+	}()
+	<-open
+	_, _, _, _, err = events(t, c.ResubscribeToTask(context.Background(), &sdk.TaskIDParams{ID: task.ID}))
+	require.ErrorIs(t, err, sdk.ErrServerError)
+	assert.Contains(t, err.Error(), "1 streams are open (the limit)")
+	cancel()
+	<-done
+}

@@ -33,6 +33,7 @@ type task struct {
 	artifacts []*sdk.Artifact
 	applied   map[string]bool // the client's message ids applied
 	received  int
+	added     int // messages added to the history, dropped ones included
 
 	// pending is the reply-with of the client's message being delivered,
 	// pendingErr the protocol error the conversation answered it with.
@@ -80,6 +81,24 @@ func (t *task) add(m *sdk.Message, max int) {
 		t.history = append(t.history[:0], t.history[len(t.history)-max+1:]...)
 	}
 	t.history = append(t.history, m)
+	t.added++
+}
+
+// since returns the messages added to the history after the first seen
+// (those still in it).
+func (t *task) since(seen int) []*sdk.Message {
+	n := min(t.added-seen, len(t.history))
+	return t.history[len(t.history)-n:]
+}
+
+// metadata returns the Parley part of the task's metadata.
+func (t *task) metadata() map[string]any {
+	var allowed []string
+	if !t.state.Terminal() {
+		allowed = t.allowed
+	}
+	tm := TaskMeta{Policy: t.sk.policy.Name, Role: t.sk.role, ClientRole: t.sk.external, State: t.local, Allowed: append([]string{}, allowed...), Outcome: t.outcome, Reason: t.reason}
+	return map[string]any{ExtensionURI: toMap(tm)}
 }
 
 // final returns the terminal state of an ended conversation: canceled
@@ -115,3 +134,6 @@ func metaType(m *sdk.Message) string {
 	meta, _, _ := metaOf(m.Metadata)
 	return meta.Type
 }
+
+// TaskInfo names t's task and context, for the SDK's event constructors.
+func (t *task) TaskInfo() sdk.TaskInfo { return sdk.TaskInfo{TaskID: t.id, ContextID: t.context} }

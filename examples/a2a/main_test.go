@@ -119,6 +119,7 @@ func TestJSClientDrivesPainter(t *testing.T) {
 		{name: "get", want: map[string]any{"state": "completed", "sameTask": true, "sameContext": true}},
 		{name: "mow", want: map[string]any{"state": "rejected", "reason": "the painter only paints"}},
 		{name: "unknownGet", want: map[string]any{"error": "TaskNotFoundJSONRPCError", "code": float64(-32001), "detail": `task not found: "no-such-task"`}},
+		{name: "stream", want: map[string]any{"first": "task", "last": "final:completed", "artifact": map[string]any{"result": "paint the door: done"}}},
 		{name: "unknownSend", want: map[string]any{"error": "TaskNotFoundJSONRPCError", "code": float64(-32001), "detail": `task not found: "no-such-task"`}},
 	}
 	for _, tc := range tests {

@@ -1,7 +1,8 @@
 // An A2A client written with the official JS SDK (@a2a-js/sdk), knowing
 // nothing of Parley: it drives the agent at the URL given (the painter of
-// examples/a2a) by sending data parts, and prints what it saw as one JSON
-// object for the Go test to check.
+// examples/a2a) by sending data parts, with message/send and
+// message/stream, and prints what it saw as one JSON object for the Go
+// test to check.
 import { randomUUID } from "node:crypto";
 import { ClientFactory } from "@a2a-js/sdk/client";
 
@@ -54,5 +55,14 @@ out.unknownSend = await attempt(() => client.sendMessage(message({ action: "pain
 out.terminal = await attempt(() =>
   client.sendMessage(message({ action: "paint it again" }, { taskId: paint.id, contextId: paint.contextId })),
 );
+
+const stream = [];
+let streamed = null;
+for await (const ev of client.sendMessageStream(message({ action: "paint the door" }))) {
+  stream.push(ev.kind === "status-update" && ev.final ? `final:${ev.status.state}` : ev.kind);
+  if (ev.kind === "artifact-update") streamed = ev.artifact.parts.find((p) => p.kind === "data")?.data ?? null;
+  if (ev.kind === "task" && ev.artifacts?.length) streamed = ev.artifacts[0].parts.find((p) => p.kind === "data")?.data ?? null;
+}
+out.stream = { first: stream[0], last: stream[stream.length - 1], artifact: streamed };
 
 console.log(JSON.stringify(out));
