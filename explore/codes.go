@@ -23,6 +23,9 @@ const (
 	// CodeOpenCommitment: a role reaches a terminal state with a
 	// commitment still detached and its deadline not yet due.
 	CodeOpenCommitment policy.Code = "CP105"
+	// CodeUnboundedWait: a role waits for a message in a state where it
+	// has no timer armed and nothing else to do.
+	CodeUnboundedWait policy.Code = "CP106"
 	// CodeBound: the exploration stopped at its bound (states, or a
 	// channel's buffer) before it had seen every behaviour.
 	CodeBound policy.Code = "CP109"
@@ -36,6 +39,7 @@ var Codes = []policy.CodeInfo{
 	{Code: CodeUnfinishedRole, Name: "unfinished-role", Severity: policy.SeverityError, Summary: "a role still waits when the others have ended"},
 	{Code: CodeTimeoutRace, Name: "timeout-race", Severity: policy.SeverityWarning, Summary: "a reply sent in time arrives after the waiting role's timer fired"},
 	{Code: CodeOpenCommitment, Name: "open-commitment", Severity: policy.SeverityWarning, Summary: "a role ends with a commitment still detached before its deadline"},
+	{Code: CodeUnboundedWait, Name: "unbounded-wait", Severity: policy.SeverityWarning, Summary: "a role only waits for a message, with no timer armed"},
 	{Code: CodeBound, Name: "exploration-bound", Severity: policy.SeverityInfo, Summary: "the exploration stopped at its bound before seeing every behaviour"},
 }
 

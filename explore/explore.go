@@ -260,6 +260,7 @@ func (x *explorer) search(w0 *world) error {
 		nd := queue[0]
 		queue[0] = nil
 		queue = queue[1:]
+		x.waits(nd)
 		succs, err := x.successors(nd)
 		if err != nil {
 			return err

@@ -382,3 +382,52 @@ func (x *explorer) stuck(nd *node) {
 	}
 	x.record(string(d.Code)+"|"+strings.Join(keys, ","), d, witness(nd, nil))
 }
+
+// waits reports each role of world nd that waits for a message with no
+// timer of its state armed, no decision open and no child running: if
+// the message never comes, it waits forever. A role waiting in its
+// initial state (for the message that opens the conversation) and
+// sessions at a join (which wait for each other) are left out.
+func (x *explorer) waits(nd *node) {
+	w := nd.w
+	for i, in := range x.insts {
+		if w.done[i] || slices.ContainsFunc(w.asks, func(a ask) bool { return a.inst == i }) || slices.ContainsFunc(w.loads, func(l load) bool { return l.inst == i }) {
+			continue
+		}
+		for _, part := range sessionsOf(w.states[i]) {
+			st := x.p.State(firstName(part.state))
+			if part.state == "" || part.state == in.prog.States()[0] || !in.prog.Receives(part.state) || st != nil && st.Join {
+				continue
+			}
+			bounded := slices.ContainsFunc(w.timers, func(t armed) bool {
+				return t.inst == i && t.ev.Commitment == "" && t.ev.Session == part.peer
+			})
+			if bounded {
+				continue
+			}
+			q := policy.Quote
+			d := policy.Diagnostic{Code: CodeUnboundedWait, Pos: x.statePos(part.state),
+				Message: fmt.Sprintf("%s only waits for a message in state %s, with no timer armed: if the message never comes, it waits forever; arm a timer there with an on-timeout transition", q(in.role), q(part.state))}
+			x.record(fmt.Sprintf("%s|%s|%s", CodeUnboundedWait, in.role, part.state), d, witness(nd, nil))
+		}
+	}
+}
+
+// session is one session's state out of a state as stateOf names it.
+type session struct {
+	peer, state string
+}
+
+// sessionsOf splits a state as stateOf names it into its sessions.
+func sessionsOf(state string) []session {
+	if !strings.Contains(state, "=") {
+		return []session{{state: state}}
+	}
+	var out []session
+	for _, part := range strings.Split(state, ",") {
+		if p, st, ok := strings.Cut(part, "="); ok {
+			out = append(out, session{peer: p, state: st})
+		}
+	}
+	return out
+}

@@ -34,6 +34,7 @@ code, positions and a witness (the steps that lead to it):
   CP103 unfinished-role   a role still waits when the others have ended
   CP104 timeout-race      a reply sent in time arrives after the waiting role's timer fired
   CP105 open-commitment   a role ends with a commitment still detached before its deadline
+  CP106 unbounded-wait    a role only waits for a message, with no timer armed
   CP109 exploration-bound the bound stopped the exploration before it saw every behaviour
 
 Usage:
