@@ -55,6 +55,7 @@ func (h *Handler) Abort(at time.Time, reason string, out *Queue) error {
 	if h.many != nil {
 		h.many.groupTicket = 0
 	}
+	h.dropHeld(at, out)
 	h.done, h.aborted = true, true
 	e := out.dones.get()
 	*e = CPDoneEvent{At: at, Policy: pr.policy.Name, Outcome: OutcomeAborted, Reason: reason}

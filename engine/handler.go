@@ -94,6 +94,9 @@ type Handler struct {
 	// (nil otherwise); ended counts ended sessions.
 	many  *manyState
 	ended int32
+	// held holds messages that arrived before the role can take them, in
+	// arrival order (see MaxHeld).
+	held []heldMsg
 	// Storage for the common case, so a handler is one allocation: one
 	// session, and the agents of up to two roles.
 	one     [1]session
@@ -231,6 +234,30 @@ func (h *Handler) Process(in Event, out *Queue) error {
 	if !h.started {
 		return ErrNotStarted
 	}
+	err := h.dispatch(in, out)
+	if len(h.held) > 0 && err == nil {
+		h.deliverHeld(eventTime(in), out)
+	}
+	return err
+}
+
+// eventTime returns when input event in happened.
+func eventTime(in Event) time.Time {
+	switch e := in.(type) {
+	case *MessageEvent:
+		return e.At
+	case *DecisionEvent:
+		return e.At
+	case *TimerEvent:
+		return e.At
+	case *CPDoneEvent:
+		return e.At
+	}
+	return time.Time{}
+}
+
+// dispatch hands input event in to the code for its kind.
+func (h *Handler) dispatch(in Event, out *Queue) error {
 	switch e := in.(type) {
 	case *MessageEvent:
 		if e.Message == nil {

@@ -106,6 +106,9 @@ func (h *Handler) received(e *MessageEvent, out *Queue) {
 		h.protocolError(out, at, CodeExpression, i, m, false, "%v", err)
 		return
 	}
+	if (mt.t == nil || !mt.agentOK) && h.hold(i, m, at, out) {
+		return
+	}
 	if mt.t == nil {
 		h.unexpected(i, m, at, out)
 		return
@@ -123,7 +126,16 @@ func (h *Handler) received(e *MessageEvent, out *Queue) {
 			return
 		}
 	}
-	if m.InReplyTo != "" && s.sent[0] != "" && m.InReplyTo != s.sent[0] && m.InReplyTo != s.sent[1] {
+	if pr.multiPeer {
+		// Two or more peers: s.sent mixes what went to each, so check
+		// that this agent sent what m answers.
+		if m.InReplyTo != "" && !h.issued(m.InReplyTo) {
+			h.protocolError(out, at, CodeWrongReply, i, m, applied, "%s from %s is in reply to %s, which %s never sent", pr.msgs[mt.t.msg].name, policy.Quote(m.Sender), policy.Quote(m.InReplyTo), policy.Quote(h.self))
+			if !applied {
+				return
+			}
+		}
+	} else if m.InReplyTo != "" && s.sent[0] != "" && m.InReplyTo != s.sent[0] && m.InReplyTo != s.sent[1] {
 		h.protocolError(out, at, CodeWrongReply, i, m, applied, "%s from %s is in reply to %s, which was not sent to it (the last message sent had reply-with %s)", pr.msgs[mt.t.msg].name, policy.Quote(m.Sender), policy.Quote(m.InReplyTo), policy.Quote(s.sent[0]))
 		if !applied {
 			return
@@ -561,10 +573,14 @@ func (h *Handler) take(i int, choice string, content map[string]any, replyBy tim
 	}
 	msg := out.bodies.get()
 	rw := h.outboundReplyWith()
+	inReplyTo := s.lastReplyWith
+	if pr.multiPeer && (len(receivers) != 1 || receivers[0] != s.lastSender) {
+		inReplyTo = "" // the last message received came from another peer
+	}
 	// Build cannot fail: the content was validated above.
 	_ = form.Build(msg, content, forms.Params{
 		Sender: h.self, Receivers: receivers, ConversationID: h.conv,
-		ReplyWith: rw, InReplyTo: s.lastReplyWith, ReplyBy: replyBy, Protocol: pr.policy.Name,
+		ReplyWith: rw, InReplyTo: inReplyTo, ReplyBy: replyBy, Protocol: pr.policy.Name,
 	})
 	if group == nil {
 		group = []int{i}

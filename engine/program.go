@@ -33,6 +33,10 @@ type Program struct {
 	stateIndex  map[string]int
 	// maxWait bounds the deadlines read from messages (0: DefaultMaxWait).
 	maxWait time.Duration
+	// multiPeer says that the role has one session and two or more peers:
+	// its handlers hold early messages (see MaxHeld) and tell apart the
+	// replies of each peer.
+	multiPeer bool
 }
 
 type fieldSrc struct {
@@ -321,6 +325,7 @@ func build(p *policy.Policy, role string, proj *policy.Projection, o *compileOpt
 		pr.states = append(pr.states, sp)
 	}
 	pr.initial = 0
+	pr.multiPeer = holdsEarly(pr)
 	return pr, nil
 }
 

@@ -15,6 +15,7 @@ import (
 var restoreTargets = []struct{ policy, role string }{
 	{"fipa-request", "Initiator"}, {"fipa-request", "Participant"},
 	{"fipa-contract-net", "Initiator"}, {"fipa-contract-net", "Participant"},
+	{"two-buyer", "Buyer2"},
 }
 
 // FuzzRestore restores arbitrary bytes into each target program: Restore
@@ -22,12 +23,12 @@ var restoreTargets = []struct{ policy, role string }{
 // every kind (messages received and overheard, decisions, timers, child
 // ends, an abort) without panicking, and whose snapshot restores again.
 func FuzzRestore(f *testing.F) {
-	for _, s := range restoreSeeds(f) {
+	for _, s := range append(restoreSeeds(f), holdSeeds(f)...) {
 		f.Add(s.target, s.data)
 	}
 	f.Fuzz(func(t *testing.T, target uint8, data []byte) {
 		tg := restoreTargets[int(target)%len(restoreTargets)]
-		pr := program(t, tg.policy, tg.role)
+		pr := restoreProgram(t, tg.policy, tg.role)
 		h, err := pr.Restore(data)
 		if err != nil {
 			if h != nil {
@@ -145,13 +146,19 @@ func exerciseRestored(t *testing.T, pr *engine.Program, h *engine.Handler, data 
 				Epoch uint64 `json:"epoch"`
 			} `json:"commitments"`
 		} `json:"sessions"`
-		GroupTicket uint64 `json:"group_ticket"`
-		JoinTicket  uint64 `json:"join_ticket"`
+		GroupTicket uint64   `json:"group_ticket"`
+		JoinTicket  uint64   `json:"join_ticket"`
+		Peers       []string `json:"peers"`
 	}
 	if err := json.Unmarshal(data, &sn); err != nil {
 		t.Fatalf("Restore accepted what json.Unmarshal refuses: %v", err)
 	}
 	peers := []string{"", "alice", "bob"}
+	for _, p := range sn.Peers {
+		if !slices.Contains(peers, p) {
+			peers = append(peers, p)
+		}
+	}
 	epochs := []uint64{0}
 	tickets := []uint64{sn.GroupTicket, sn.JoinTicket}
 	for _, s := range sn.Sessions {

@@ -37,6 +37,7 @@ type snapshot struct {
 	Ended        int32             `json:"ended"`
 	GroupTicket  uint64            `json:"group_ticket"`
 	JoinTicket   uint64            `json:"join_ticket"`
+	Held         []heldSnapshot    `json:"held,omitempty"`
 }
 
 type sessionSnapshot struct {
@@ -65,7 +66,8 @@ type commitSnapshot struct {
 
 // Snapshot returns the handler's whole state as bytes (JSON): the policy
 // fingerprint and role, every session's state, variables, armed timers
-// with their epochs, commitments and pending decisions. Program.Restore
+// with their epochs, commitments, pending decisions and held messages
+// (see MaxHeld). Program.Restore
 // turns it back into a handler that behaves exactly as this one would.
 // Message content is kept as JSON, so numbers come back as float64.
 func (h *Handler) Snapshot() ([]byte, error) {
@@ -79,7 +81,7 @@ func (h *Handler) Snapshot() ([]byte, error) {
 	sn := snapshot{
 		Version: snapshotVersion, Fingerprint: pr.fingerprint, Policy: pr.policy.Name, Role: pr.role,
 		Conversation: h.conv, Self: h.self, Mode: h.mode, Started: h.started, Done: h.done, Aborted: h.aborted,
-		Counter: h.counter, Seq: h.seq, Peers: h.peers, Ended: h.ended,
+		Counter: h.counter, Seq: h.seq, Peers: h.peers, Ended: h.ended, Held: h.heldSnapshots(),
 	}
 	if h.many != nil {
 		sn.AtJoin, sn.GroupTicket, sn.JoinTicket = h.many.atJoin, h.many.groupTicket, h.many.joinTicket
@@ -112,7 +114,8 @@ func (h *Handler) Snapshot() ([]byte, error) {
 // no decision can be pending; counts of ended and joined sessions, or a
 // done flag, that the sessions' states contradict; peers missing,
 // repeated or bound where the program binds none; content or variables
-// beyond forms.DefaultLimits. A handler Restore returns processes every
+// beyond forms.DefaultLimits; held messages the restored handler would not
+// hold (see MaxHeld). A handler Restore returns processes every
 // event as the handler it was taken from would.
 func (pr *Program) Restore(data []byte) (*Handler, error) {
 	var sn snapshot
@@ -233,6 +236,9 @@ func (pr *Program) restore(sn *snapshot) (*Handler, error) {
 	}
 	if finished := len(h.sessions) > 0 && int(ended) == len(h.sessions); !sn.Aborted && sn.Done != finished {
 		return nil, fmt.Errorf("done is %v, but %d of %d sessions have ended", sn.Done, ended, len(h.sessions))
+	}
+	if err := pr.restoreHeld(sn, h); err != nil {
+		return nil, err
 	}
 	return h, nil
 }
