@@ -101,9 +101,14 @@ func (s *Server) stream(ctx context.Context, t *task, yield func(sdk.Event, erro
 		return
 	}
 	defer s.streams.Add(-1)
+	// Each round takes the change channel before it refreshes, so that no
+	// change after the refresh goes unseen.
+	s.mu.Lock()
+	ch := t.notify
+	s.mu.Unlock()
 	settled := s.refresh(ctx, t)
 	s.mu.Lock()
-	first, ch, seen, arts := s.snapshotLocked(t, nil), t.notify, t.added, len(t.artifacts)
+	first, seen, arts := s.snapshotLocked(t, nil), t.added, len(t.artifacts)
 	s.mu.Unlock()
 	if !yield(first, nil) {
 		return
@@ -118,6 +123,9 @@ func (s *Server) stream(ctx context.Context, t *task, yield func(sdk.Event, erro
 		case <-ctx.Done():
 			return
 		}
+		s.mu.Lock()
+		ch = t.notify
+		s.mu.Unlock()
 		settled = s.refresh(ctx, t)
 		s.mu.Lock()
 		var events []sdk.Event
@@ -129,7 +137,7 @@ func (s *Server) stream(ctx context.Context, t *task, yield func(sdk.Event, erro
 		for _, a := range t.artifacts[arts:] {
 			events = append(events, &sdk.TaskArtifactUpdateEvent{TaskID: t.id, ContextID: t.context, Artifact: a, LastChunk: true})
 		}
-		ch, seen, arts = t.notify, t.added, len(t.artifacts)
+		seen, arts = t.added, len(t.artifacts)
 		s.mu.Unlock()
 		for _, ev := range events {
 			if !yield(ev, nil) {

@@ -2,6 +2,7 @@ package a2a
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -82,7 +83,8 @@ type Info struct {
 	Name        string
 	Description string
 	// URL is where the server's JSON-RPC endpoint is reached, such as
-	// http://localhost:8080/.
+	// https://agents.example.com/painter/. When empty, the card gives
+	// the root of the host each request for it names.
 	URL     string
 	Version string
 }
@@ -170,6 +172,7 @@ type Server struct {
 	senders  map[string]*task
 	live     map[string]int
 	opened   map[string]sdk.TaskID
+	swept    time.Time
 }
 
 // NewServer returns a server for the agent info describes. It fails for
@@ -237,7 +240,7 @@ func (s *Server) Attach(m *agent.Manager, ps ...*policy.Policy) error {
 	}
 	card := s.card()
 	mux := http.NewServeMux()
-	mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(card))
+	mux.Handle(a2asrv.WellKnownAgentCardPath, cardHandler(card))
 	rpc := a2asrv.NewJSONRPCHandler(rpcHandler{s})
 	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.Body = http.MaxBytesReader(w, r.Body, s.o.limits.MaxRequestBytes)
@@ -247,6 +250,36 @@ func (s *Server) Attach(m *agent.Manager, ps ...*policy.Policy) error {
 	var h http.Handler = mux
 	s.handler.Store(&h)
 	return nil
+}
+
+// cardHandler serves card, with the URL of the request's host when it
+// has none.
+func cardHandler(card *sdk.AgentCard) http.Handler {
+	static, err := json.Marshal(card)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "a2a: the agent card is read with GET", http.StatusMethodNotAllowed)
+			return
+		}
+		b := static
+		if card.URL == "" {
+			scheme := "http"
+			if r.TLS != nil {
+				scheme = "https"
+			}
+			cp := *card
+			cp.URL = scheme + "://" + r.Host + "/"
+			b, err = json.Marshal(&cp)
+		}
+		if err != nil {
+			http.Error(w, "a2a: agent card: "+err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Access-Control-Allow-Origin", "*")
+		_, _ = w.Write(b)
+	})
 }
 
 type clientKey struct{}
@@ -479,7 +512,11 @@ func (s *Server) openTask(ctx context.Context, client string, in inbound) (*task
 		s.mu.Unlock()
 		return nil, fmt.Errorf("%w: context %s has a task already: send with its taskId", sdk.ErrInvalidParams, policy.Quote(conv))
 	}
-	s.sweepLocked(time.Now())
+	now := time.Now()
+	if len(s.tasks) >= s.o.limits.MaxTasks || now.Sub(s.swept) > time.Second {
+		s.sweepLocked(now)
+		s.swept = now
+	}
 	l := s.o.limits
 	switch {
 	case len(s.tasks) >= l.MaxTasks:

@@ -364,6 +364,8 @@ func TestServerAgentCard(t *testing.T) {
 	var card sdk.AgentCard
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&card))
 	assert.Equal(t, "painter", card.Name)
+	assert.Equal(t, url, card.URL, "without Info.URL, the card gives the host asked")
+	assert.True(t, card.Capabilities.Streaming)
 	assert.Equal(t, a2a.ProtocolVersion, card.ProtocolVersion)
 	require.Len(t, card.Skills, 2)
 	assert.Equal(t, "fipa-request/Participant", card.Skills[0].ID)
