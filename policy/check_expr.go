@@ -225,7 +225,43 @@ func (c *checker) exprError(code Code, e *Expr, what string, err error, env map[
 			msg = c.noFieldMessage(e.Src, fe, m[1], env)
 		}
 	}
+	if m := unknownNameRE.FindStringSubmatch(msg); m != nil {
+		if why := unreadable(m[1], env); why != "" {
+			msg = why
+		}
+	}
 	c.d.errorf(code, pos, "%s: %s", what, msg)
+}
+
+var unknownNameRE = regexp.MustCompile(`^unknown name (\S+)$`)
+
+// unreadable explains why an expression cannot read name, one of the
+// names some place provides, where env does not: what the place lacks,
+// and what it can read. It returns "" for a name no place provides.
+func unreadable(name string, env map[string]any) string {
+	switch name {
+	case EnvContent, EnvMsg, EnvVars, EnvChoices, EnvPeer, EnvSessions:
+	default:
+		return ""
+	}
+	var names []string
+	for _, n := range []string{EnvContent, EnvMsg, EnvVars, EnvChoices, EnvPeer, EnvSessions} {
+		if _, ok := env[n]; ok {
+			names = append(names, n)
+		}
+	}
+	readable := "nothing"
+	if len(names) > 0 {
+		readable = strings.Join(names, " and ")
+	}
+	_, hasMsg := env[EnvMsg]
+	switch {
+	case !hasMsg && (name == EnvContent || name == EnvMsg):
+		return fmt.Sprintf("%s cannot be read here: no message comes with a timeout or a child policy's return, so this expression can read only %s", name, readable)
+	case name == EnvVars:
+		return fmt.Sprintf("vars cannot be read here: a match rule classifies a message by itself, before any state is known, so it can read only %s", readable)
+	}
+	return fmt.Sprintf("%s cannot be read here; this expression can read %s", name, readable)
 }
 
 // Locate returns where in the policy file an error that expr reported

@@ -102,12 +102,22 @@ func TestCheckExpressions(t *testing.T) {
 		{
 			name:  "a match rule cannot read variables",
 			edits: []edit{withVars, useVars, {"  inform-result: {performative: inform, fields: {result: any}}", "  inform-result: {performative: inform, fields: {result: any}, match: vars.count > 0}"}},
-			want:  []string{`test.yaml:8:71: error: match rule: unknown name vars [CP024]`},
+			want:  []string{`test.yaml:8:71: error: match rule: vars cannot be read here: a match rule classifies a message by itself, before any state is known, so it can read only content and msg [CP024]`},
 		},
 		{
 			name:  "an on-timeout guard sees only variables",
 			edits: []edit{{"{timeout: reply, next: timed-out}", "{timeout: reply, guard: content.price > 0, next: timed-out}"}},
-			want:  []string{`test.yaml:19:33: error: guard: unknown name content [CP024]`},
+			want:  []string{`test.yaml:19:33: error: guard: content cannot be read here: no message comes with a timeout or a child policy's return, so this expression can read only vars [CP024]`},
+		},
+		{
+			name:  "an on-timeout guard cannot read the envelope either",
+			edits: []edit{{"{timeout: reply, next: timed-out}", "{timeout: reply, guard: msg.sender == 'x', next: timed-out}"}},
+			want:  []string{`test.yaml:19:33: error: guard: msg cannot be read here: no message comes with a timeout or a child policy's return, so this expression can read only vars [CP024]`},
+		},
+		{
+			name:  "an unknown name no place provides keeps expr's message",
+			edits: []edit{{"{timeout: reply, next: timed-out}", "{timeout: reply, guard: contnet.price > 0, next: timed-out}"}},
+			want:  []string{`test.yaml:19:33: error: guard: unknown name contnet [CP024]`},
 		},
 		{
 			name:  "decide may read choices, peer and sessions",
