@@ -156,34 +156,26 @@ func WithConsumer(name string) Option { return func(o *options) { o.consumer = n
 // for users whose permissions do not allow creating streams.
 func WithoutSetup() Option { return func(o *options) { o.noSetup = true } }
 
-// WithLimits sets the limits; a zero field keeps its default.
+// WithLimits sets the limits; a zero (or negative) field keeps its
+// default.
 func WithLimits(l Limits) Option {
 	return func(o *options) {
 		d := &o.limits
-		if l.MaxMessageBytes > 0 {
-			d.MaxMessageBytes = l.MaxMessageBytes
-		}
-		if l.MaxPerSender > 0 {
-			d.MaxPerSender = l.MaxPerSender
-		}
-		if l.MaxStreamBytes > 0 {
-			d.MaxStreamBytes = l.MaxStreamBytes
-		}
-		if l.MaxPending > 0 {
-			d.MaxPending = l.MaxPending
-		}
-		if l.MaxPendingBytes > 0 {
-			d.MaxPendingBytes = l.MaxPendingBytes
-		}
-		if l.AckWait > 0 {
-			d.AckWait = l.AckWait
-		}
-		if l.MaxInFlight > 0 {
-			d.MaxInFlight = l.MaxInFlight
-		}
-		if l.Redeliver > 0 {
-			d.Redeliver = l.Redeliver
-		}
+		keep(&d.MaxMessageBytes, l.MaxMessageBytes)
+		keep(&d.MaxPerSender, l.MaxPerSender)
+		keep(&d.MaxStreamBytes, l.MaxStreamBytes)
+		keep(&d.MaxPending, l.MaxPending)
+		keep(&d.MaxPendingBytes, l.MaxPendingBytes)
+		keep(&d.AckWait, l.AckWait)
+		keep(&d.MaxInFlight, l.MaxInFlight)
+		keep(&d.Redeliver, l.Redeliver)
+	}
+}
+
+// keep sets *dst to v when v is positive.
+func keep[T int | int64 | time.Duration](dst *T, v T) {
+	if v > 0 {
+		*dst = v
 	}
 }
 

@@ -44,15 +44,22 @@ var modes = []struct {
 	{name: "pipelined", opts: []natstransport.Option{natstransport.WithPipelining()}},
 }
 
+// pair starts bob, who performs, and alice, who requests, with the
+// transport options opts.
+func pair(t *testing.T, opts []natstransport.Option) (*natstest.Site, *natstest.Agent) {
+	s := natstest.NewSite(t)
+	s.Transport = opts
+	_, err := s.Run("bob", "", natstest.Performer)
+	require.NoError(t, err)
+	alice, err := s.Run("alice", "", natstest.Initiator)
+	require.NoError(t, err)
+	return s, alice
+}
+
 func TestRequestConversationsOverJetStream(t *testing.T) {
 	for _, mode := range modes {
 		t.Run(mode.name, func(t *testing.T) {
-			s := natstest.NewSite(t)
-			s.Transport = mode.opts
-			_, err := s.Run("bob", "", natstest.Performer)
-			require.NoError(t, err)
-			alice, err := s.Run("alice", "", natstest.Initiator)
-			require.NoError(t, err)
+			s, alice := pair(t, mode.opts)
 			var ids []string
 			for range 50 {
 				ids = append(ids, natstest.Request(t, alice.M, "bob"))
@@ -65,12 +72,7 @@ func TestRequestConversationsOverJetStream(t *testing.T) {
 func TestBrokerRestartMidConversation(t *testing.T) {
 	for _, mode := range modes {
 		t.Run(mode.name, func(t *testing.T) {
-			s := natstest.NewSite(t)
-			s.Transport = mode.opts
-			_, err := s.Run("bob", "", natstest.Performer)
-			require.NoError(t, err)
-			alice, err := s.Run("alice", "", natstest.Initiator)
-			require.NoError(t, err)
+			s, alice := pair(t, mode.opts)
 			var ids []string
 			for range 20 {
 				ids = append(ids, natstest.Request(t, alice.M, "bob"))
