@@ -35,8 +35,11 @@ type conversation struct {
 	// (see MessageID).
 	applied map[string]struct{}
 	// decisions holds the decisions decision logic is taking off the
-	// worker.
-	decisions []*decisionJob
+	// worker. timers and decisions start in the buffers that follow,
+	// which hold as many as a conversation usually has.
+	decisions   []*decisionJob
+	timerBuf    [2]*timer
+	decisionBuf [1]*decisionJob
 }
 
 func (c *conversation) result() waitResult {
@@ -128,7 +131,13 @@ func (w *worker) message(msg *forms.Message, ack func(), now time.Time) {
 	if m.o.journal != nil && m.o.journalReceived {
 		w.record(c, now, msg)
 	}
-	w.process(c, &engine.MessageEvent{At: now, Message: msg}, now)
+	ev := &w.msgEv
+	if m.o.observer != nil {
+		ev = new(engine.MessageEvent) // an observer may keep it
+	}
+	*ev = engine.MessageEvent{At: now, Message: msg}
+	w.process(c, ev, now)
+	*ev = engine.MessageEvent{}
 }
 
 // accept starts a conversation for a message that opens one: its protocol
@@ -452,8 +461,12 @@ func (w *worker) decidedNow(c *conversation, ticket uint64, point string, a deci
 func (w *worker) answer(c *conversation, ticket uint64, a decision.Answer, now time.Time) {
 	w.stopDecision(c, ticket)
 	ev := &w.answerEv
+	if w.m.o.observer != nil {
+		ev = new(engine.DecisionEvent) // an observer may keep it
+	}
 	*ev = engine.DecisionEvent{At: now, Ticket: ticket, Answer: a}
 	w.process(c, ev, now)
+	*ev = engine.DecisionEvent{}
 }
 
 // abort ends a conversation the manager cannot carry on.

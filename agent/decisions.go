@@ -21,7 +21,7 @@ type decisionJob struct {
 	ticket  uint64
 	bound   decision.Decider
 	req     decision.Request
-	choices [4]string
+	choices [8]string
 	ctx     decisionCtx
 	timeout *timer
 	x       inputExtra
@@ -121,9 +121,12 @@ func (w *worker) startDecision(c *conversation, ticket uint64, req *decision.Req
 	deadline := now.Add(m.o.limits.DecisionTimeout)
 	j := newDecisionJob(w, c, ticket, req, bound, deadline)
 	j.timeout = w.timers.schedule(c, j, deadline, now)
+	if c.decisions == nil {
+		c.decisions = c.decisionBuf[:0]
+	}
 	c.decisions = append(c.decisions, j)
 	m.inflight.Add(1)
-	m.deciders.run(j.run)
+	m.deciders.run(j)
 }
 
 // stopDecision stops the timeout of a decision that was answered or no

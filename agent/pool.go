@@ -12,31 +12,31 @@ const maxIdleDeciders = 64
 // slow decider never holds up another; at most maxIdleDeciders wait for
 // work, and they stop when the manager closes.
 type pool struct {
-	jobs chan func()
+	jobs chan *decisionJob
 	quit chan struct{}
 	idle atomic.Int32
 }
 
-func newPool() *pool { return &pool{jobs: make(chan func()), quit: make(chan struct{})} }
+func newPool() *pool { return &pool{jobs: make(chan *decisionJob), quit: make(chan struct{})} }
 
-// run runs f on a pooled goroutine, or a new one.
-func (p *pool) run(f func()) {
+// run runs j on a pooled goroutine, or a new one.
+func (p *pool) run(j *decisionJob) {
 	select {
-	case p.jobs <- f:
+	case p.jobs <- j:
 	default:
-		go p.loop(f)
+		go p.loop(j)
 	}
 }
 
-func (p *pool) loop(f func()) {
+func (p *pool) loop(j *decisionJob) {
 	for {
-		f()
+		j.run()
 		if p.idle.Add(1) > maxIdleDeciders {
 			p.idle.Add(-1)
 			return
 		}
 		select {
-		case f = <-p.jobs:
+		case j = <-p.jobs:
 			p.idle.Add(-1)
 		case <-p.quit:
 			return

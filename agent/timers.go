@@ -36,6 +36,9 @@ func (ts *timers) apply(c *conversation, e *engine.TimerEvent, now time.Time) {
 		t := ts.newTimer()
 		t.conv, t.ev = c, *e
 		t.h = ts.heap.Push(e.Deadline, t)
+		if c.timers == nil {
+			c.timers = c.timerBuf[:0]
+		}
 		c.timers = append(c.timers, t)
 		if _, first, _ := ts.heap.Peek(); first == t {
 			ts.rearm(now)

@@ -96,8 +96,10 @@ type worker struct {
 	timers    timers
 	out       *outbox
 	d         *durable // nil without a store
-	// Reused by decide: a handler does not keep its input event.
+	// Reused for the inputs of handlers, which do not keep them, when
+	// there is no observer (which may).
 	answerEv engine.DecisionEvent
+	msgEv    engine.MessageEvent
 }
 
 func newWorker(m *Manager) *worker {
