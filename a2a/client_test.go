@@ -195,3 +195,56 @@ func TestClientResponseLimit(t *testing.T) {
 	assert.Contains(t, outcome, "response larger than ClientLimits.MaxResponseBytes")
 	assert.Empty(t, r.msgs)
 }
+
+// TestServerForwardsToClient runs a broker that serves A2A clients and,
+// through WithForward, calls the painter over A2A from the same manager:
+// to answer a request, it asks the painter and relays the outcome.
+func TestServerForwardsToClient(t *testing.T) {
+	painterURL := serve(t)
+	fr, err := policies.Load("fipa-request")
+	require.NoError(t, err)
+	c, err := a2a.NewClient(a2a.WithPeer("painter", painterURL), a2a.WithClientLogger(nil))
+	require.NoError(t, err)
+	defer c.Close()
+	srv, err := a2a.NewServer(a2a.Info{Name: "broker"}, a2a.WithForward(c))
+	require.NoError(t, err)
+	var broker *agent.Manager
+	relay := func(ctx context.Context, req *decision.Request) (decision.Answer, error) {
+		switch {
+		case req.Role == "Initiator":
+			return initiator(ctx, req)
+		case req.Point == "requested":
+			conv, err := broker.Start(ctx, agent.StartRequest{Policy: "fipa-request", Role: "Initiator", Peers: map[string][]string{"Participant": {"painter"}}, Data: req.Content})
+			if err != nil {
+				return decision.Answer{}, err
+			}
+			outcome, err := broker.Wait(ctx, conv)
+			if err != nil {
+				return decision.Answer{}, err
+			}
+			return decision.Answer{Choice: "inform-result", Content: map[string]any{"result": "the painter says " + outcome}}, nil
+		}
+		return decision.Answer{}, decision.ErrNoDecision
+	}
+	broker, err = agent.NewManager("broker", append(srv.ManagerOptions(), agent.WithLogger(nil), agent.WithDecider(decision.Func(relay)))...)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, broker.Close(context.Background())) }()
+	c.Attach(broker)
+	require.NoError(t, srv.Attach(broker, fr))
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+
+	tests := []struct{ name, action, result string }{
+		{name: "painted", action: "paint the barn", result: "the painter says result"},
+		{name: "refused", action: "mow the lawn", result: "the painter says refused"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			task, err := send(t, client(hs.URL+"/"), dataMessage(map[string]any{"action": tc.action}, nil))
+			require.NoError(t, err)
+			assert.Equal(t, sdk.TaskStateCompleted, task.Status.State)
+			require.Len(t, task.Artifacts, 1)
+			assert.Equal(t, sdk.DataPart{Data: map[string]any{"result": tc.result}}, task.Artifacts[0].Parts[0])
+		})
+	}
+}

@@ -95,7 +95,20 @@ type ServerOption func(*serverOptions)
 type serverOptions struct {
 	limits   Limits
 	clientID func(*http.Request) string
+	forward  agent.Transport
 	errs     []error
+}
+
+// WithForward sends the manager's messages to agents that are not the
+// server's A2A clients through t, such as a Client: one manager then
+// serves A2A clients and talks to other agents too.
+func WithForward(t agent.Transport) ServerOption {
+	return func(o *serverOptions) {
+		if t == nil {
+			o.errs = append(o.errs, errors.New("a2a: WithForward: nil transport"))
+		}
+		o.forward = t
+	}
 }
 
 // WithLimits replaces DefaultLimits; zero fields keep their default, and
@@ -341,17 +354,27 @@ func (s *Server) card() *sdk.AgentCard {
 }
 
 // Send takes the messages the manager sends to A2A clients: the observer
-// has already put them in their task's history. A receiver that is not
-// the client of a task the server holds is an error.
-func (s *Server) Send(_ context.Context, m *forms.Message) error {
+// has already put them in their task's history. A message to other
+// agents goes through the WithForward transport, and is an error without
+// one.
+func (s *Server) Send(ctx context.Context, m *forms.Message) error {
+	var others []string
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	for _, r := range m.Receivers {
 		if s.senders[r] == nil {
-			return fmt.Errorf("a2a: server: %s is not the client of a task this server holds (the server reaches only its A2A clients)", policy.Quote(r))
+			others = append(others, r)
 		}
 	}
-	return nil
+	s.mu.Unlock()
+	switch {
+	case len(others) == 0:
+		return nil
+	case s.o.forward == nil:
+		return fmt.Errorf("a2a: server: %s is not the client of a task this server holds (the server reaches only its A2A clients, and forwards to no transport)", policy.Quote(others[0]))
+	}
+	cp := *m
+	cp.Receivers = others
+	return s.o.forward.Send(ctx, &cp)
 }
 
 // Observe records what the manager does in the conversations of the

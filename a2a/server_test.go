@@ -415,6 +415,7 @@ func TestNewServerErrors(t *testing.T) {
 	}{
 		{name: "a negative limit", opts: []a2a.ServerOption{a2a.WithLimits(a2a.Limits{MaxWait: -time.Second})}, want: "a2a: WithLimits: MaxWait is -1s, not positive"},
 		{name: "a nil client id", opts: []a2a.ServerOption{a2a.WithClientID(nil)}, want: "a2a: WithClientID: nil function"},
+		{name: "a nil forward", opts: []a2a.ServerOption{a2a.WithForward(nil)}, want: "a2a: WithForward: nil transport"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -556,4 +557,22 @@ func TestServerStreamLimit(t *testing.T) {
 	assert.Contains(t, err.Error(), "1 streams are open (the limit)")
 	cancel()
 	<-done
+}
+
+func TestServerWithoutForwardAborts(t *testing.T) {
+	fr, err := policies.Load("fipa-request")
+	require.NoError(t, err)
+	srv, err := a2a.NewServer(a2a.Info{})
+	require.NoError(t, err)
+	m, err := agent.NewManager("painter", append(srv.ManagerOptions(), agent.WithLogger(nil), agent.WithDecider(decision.Func(initiator)))...)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, m.Close(context.Background())) }()
+	require.NoError(t, srv.Attach(m, fr))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conv, err := m.Start(ctx, agent.StartRequest{Policy: "fipa-request", Role: "Initiator", Peers: map[string][]string{"Participant": {"bob"}}, Data: map[string]any{"action": "paint"}})
+	require.NoError(t, err)
+	_, err = m.Wait(ctx, conv)
+	require.ErrorIs(t, err, agent.ErrAborted)
+	assert.Contains(t, err.Error(), `"bob" is not the client of a task this server holds`)
 }
