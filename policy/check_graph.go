@@ -42,11 +42,50 @@ func checkReachable(c *checker) {
 	if c.initial < 0 || c.p.States[c.initial].Kind == KindTerminal {
 		return // reported by checkInitial; every other state would follow
 	}
+	reach := c.reachThroughMisspellings()
+	if reach == nil {
+		return // a transition leads to a state that is not declared and resembles none: any state may be the one meant
+	}
 	for i, s := range c.p.States {
-		if !c.reach[i] {
+		if !reach[i] {
 			c.d.warnf(CodeUnreachable, s.Pos, "state %s is unreachable from the initial state %s", Quote(s.Name), Quote(c.p.Initial.Name))
 		}
 	}
+}
+
+// reachThroughMisspellings marks the states reachable from the initial
+// state when each transition to an undeclared state (reported by the
+// references check) leads to the declared state its name most resembles:
+// a misspelt state name is one error, not that error and a warning for
+// every state behind the one meant. It returns nil when such a name
+// resembles no declared state.
+func (c *checker) reachThroughMisspellings() []bool {
+	names := c.stateNames()
+	reach := make([]bool, len(c.p.States))
+	reach[c.initial] = true
+	queue := []int{c.initial}
+	for len(queue) > 0 {
+		i := queue[0]
+		queue = queue[1:]
+		for k, j := range c.next[i] {
+			if j < 0 {
+				name := c.p.States[i].Transitions[k].Next.Name
+				if name == "" {
+					continue
+				}
+				s := Suggest(name, names)
+				if s == "" {
+					return nil
+				}
+				j = c.stateIndex(s)
+			}
+			if j >= 0 && !reach[j] {
+				reach[j] = true
+				queue = append(queue, j)
+			}
+		}
+	}
+	return reach
 }
 
 // checkDeadEnds reports non-terminal states with no transition.

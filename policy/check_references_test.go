@@ -38,12 +38,23 @@ func TestCheckReferences(t *testing.T) {
 		{name: "clean"},
 		{name: "clean with a child policy", src: purchaseYAML, opts: withHaggle},
 		{
-			name:  "undeclared next state, whose intended target becomes unreachable",
+			// One misspelling is one error: the state meant, and the states
+			// behind it, are not also reported unreachable.
+			name:  "undeclared next state is one error, without follow-on unreachable states",
 			edits: []edit{{"next: agreed}", "next: agred}"}},
+			want:  []string{`test.yaml:17:63: error: state "agred" is not declared; did you mean "agreed"? [CP010]`},
+		},
+		{
+			name:  "undeclared next state like no declared one hides every unreachable state",
+			edits: []edit{{"next: agreed}", "next: xyzzy}"}, {"  done: {terminal: done}\n", "  done: {terminal: done}\n  spare: {terminal: spare}\n"}},
+			want:  []string{`test.yaml:17:63: error: state "xyzzy" is not declared [CP010]`},
+		},
+		{
+			name:  "a state unreachable whatever the misspelling meant is still reported",
+			edits: []edit{{"next: agreed}", "next: agred}"}, {"  done: {terminal: done}\n", "  done: {terminal: done}\n  spare: {terminal: spare}\n"}},
 			want: []string{
 				`test.yaml:17:63: error: state "agred" is not declared; did you mean "agreed"? [CP010]`,
-				`test.yaml:20:3: warning: state "agreed" is unreachable from the initial state "start" [CP013]`,
-				`test.yaml:22:3: warning: state "done" is unreachable from the initial state "start" [CP013]`,
+				`test.yaml:23:3: warning: state "spare" is unreachable from the initial state "start" [CP013]`,
 			},
 		},
 		{

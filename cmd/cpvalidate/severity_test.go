@@ -25,7 +25,7 @@ func TestSeverityProfiles(t *testing.T) {
 		{name: "overrides separated by commas", args: []string{"-q", "-severity", "CP104=error,CP109=off", race}, code: exitErrors, want: []string{"error: "}},
 		{name: "an explore error may be lowered", args: []string{"-q", "-severity", "CP101=warning", exploreCases + "/CP101-deadlock.yaml"}, code: exitOK, want: []string{"warning: deadlock"}},
 		{name: "explore takes the profile", args: []string{"explore", "-profile", "strict", race}, code: exitErrors, want: []string{"error: "}},
-		{name: "a static warning fails under strict", args: []string{"-q", "-profile", "strict", "testdata/broken/order.yaml"}, code: exitErrors, want: []string{"error: state \"accepted\" is unreachable"}},
+		{name: "a static warning fails under strict", args: []string{"-q", "-profile", "strict", "../../testdata/diagnostics/CP013-unreachable-state.yaml"}, code: exitErrors, want: []string{"error: state ", " is unreachable"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
