@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
@@ -175,6 +176,41 @@ func TestTheServerRefusesAnAgentClaimingAnotherName(t *testing.T) {
 		require.Eventually(t, func() bool { return len(s.Codes()) > 0 }, 5*time.Second, 10*time.Millisecond, "bob refuses the message")
 		assert.Equal(t, 0, bob.M.Len(), "bob opened no conversation")
 	})
+}
+
+func TestPipelinedMessagesTheStreamRefusesArePublishedAgainInOrder(t *testing.T) {
+	s := natstest.NewSite(t)
+	nc := s.Connect("")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	tr, err := natstransport.New(ctx, nc, "alice", natstransport.WithPipelining(), natstransport.WithStream("FEW"), natstransport.WithPrefix("few"),
+		natstransport.WithLimits(natstransport.Limits{MaxPerSender: 2}))
+	require.NoError(t, err)
+	defer tr.Close()
+	var want []string
+	for i := range 5 {
+		m := &forms.Message{Performative: "inform", Sender: "alice", Receivers: []string{"bob"}, ConversationID: "alice-c", ReplyWith: "r" + strconv.Itoa(i)}
+		require.NoError(t, tr.Send(ctx, m), "a pipelined send does not wait for the stream")
+		want = append(want, m.ReplyWith)
+	}
+	// bob reads, and so makes room for what the stream refused.
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	cons, err := js.CreateOrUpdateConsumer(ctx, "FEW", jetstream.ConsumerConfig{Durable: "bob", FilterSubject: "few.bob.*", AckPolicy: jetstream.AckExplicitPolicy})
+	require.NoError(t, err)
+	var got []string
+	for len(got) < len(want) {
+		batch, err := cons.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
+		require.NoError(t, err)
+		for msg := range batch.Messages() {
+			var m forms.Message
+			require.NoError(t, json.Unmarshal(msg.Data(), &m))
+			got = append(got, m.ReplyWith)
+			require.NoError(t, msg.DoubleAck(ctx))
+		}
+		require.NoError(t, batch.Error())
+	}
+	assert.Equal(t, want, got, "every message once, in order")
 }
 
 func TestSendRefusesAnotherSender(t *testing.T) {
