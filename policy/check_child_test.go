@@ -61,7 +61,7 @@ func TestCheckChildPolicies(t *testing.T) {
 			src:   purchaseYAML,
 			opts:  withHaggle,
 			edits: []edit{{"policy: haggle", "policy: barter"}},
-			want:  []string{`test.yaml:16:15: error: child policy "barter" is not known (load it alongside this one, or ship it under policies/) [CP010]`},
+			want:  []string{`test.yaml:16:15: error: child policy "barter" is not known: check it together with this one (name both files to cpvalidate), or give the checks a resolver that finds it (policy.WithPolicies, engine.WithPolicies) [CP010]`},
 		},
 	})
 }

@@ -134,7 +134,7 @@ states:
 			src:   purchaseYAML,
 			opts:  withHaggle,
 			edits: []edit{{"policy: haggle", "policy: hagle"}},
-			want:  []string{`test.yaml:16:15: error: child policy "hagle" is not known (load it alongside this one, or ship it under policies/) [CP010]`},
+			want:  []string{`test.yaml:16:15: error: child policy "hagle" is not known: check it together with this one (name both files to cpvalidate), or give the checks a resolver that finds it (policy.WithPolicies, engine.WithPolicies) [CP010]`},
 		},
 		{
 			name:  "child policies are not resolved without WithPolicies",

@@ -47,7 +47,7 @@ func checkReferences(c *checker) {
 		}
 		if s.Child != nil {
 			if c.opts.resolve != nil && s.Child.Policy.Name != "" && c.opts.resolve(s.Child.Policy.Name) == nil {
-				c.d.errorf(CodeUnresolved, s.Child.Policy.Pos, "child policy %s is not known (load it alongside this one, or ship it under policies/)", Quote(s.Child.Policy.Name))
+				c.d.errorf(CodeUnresolved, s.Child.Policy.Pos, "child policy %s is not known: check it together with this one (name both files to cpvalidate), or give the checks a resolver that finds it (policy.WithPolicies, engine.WithPolicies)", Quote(s.Child.Policy.Name))
 			}
 			for _, b := range s.Child.Bindings {
 				role(b.Parent, "the role bound to child role "+Quote(b.Child)+",")
