@@ -72,18 +72,17 @@ func call(t *testing.T, url string, data map[string]any, opts ...a2a.ClientOptio
 	return outcome, r
 }
 
-func TestClientParleyServer(t *testing.T) {
-	url := serve(t)
-	tests := []struct {
-		name    string
-		action  string
-		outcome string
-		msgs    []string
-		last    map[string]any
-	}{
-		{name: "paint", action: "paint the shed", outcome: "result", msgs: []string{"agree", "inform"}, last: map[string]any{"result": "paint the shed: done"}},
-		{name: "mow", action: "mow the lawn", outcome: "refused", msgs: []string{"refuse"}, last: map[string]any{"reason": "I only paint"}},
-	}
+// callCase is one call of the Initiator, and what it must end with and
+// receive.
+type callCase struct {
+	name, action, outcome string
+	msgs                  []string
+	last                  map[string]any
+}
+
+// checkCalls plays the Initiator against the agent at url for each case.
+func checkCalls(t *testing.T, url string, tests []callCase) {
+	t.Helper()
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			outcome, r := call(t, url, map[string]any{"action": tc.action})
@@ -92,6 +91,14 @@ func TestClientParleyServer(t *testing.T) {
 			assert.Equal(t, tc.last, r.last)
 		})
 	}
+}
+
+func TestClientParleyServer(t *testing.T) {
+	url := serve(t)
+	checkCalls(t, url, []callCase{
+		{name: "paint", action: "paint the shed", outcome: "result", msgs: []string{"agree", "inform"}, last: map[string]any{"result": "paint the shed: done"}},
+		{name: "mow", action: "mow the lawn", outcome: "refused", msgs: []string{"refuse"}, last: map[string]any{"reason": "I only paint"}},
+	})
 }
 
 // plainAgent is an A2A agent built on the SDK alone, knowing nothing of
@@ -142,26 +149,12 @@ func (plainAgent) Cancel(ctx context.Context, rc *a2asrv.RequestContext, q event
 func TestClientPlainServer(t *testing.T) {
 	hs := httptest.NewServer(a2asrv.NewJSONRPCHandler(a2asrv.NewHandler(plainAgent{})))
 	defer hs.Close()
-	tests := []struct {
-		name    string
-		action  string
-		outcome string
-		msgs    []string
-		last    map[string]any
-	}{
+	checkCalls(t, hs.URL, []callCase{
 		{name: "completed with an artifact", action: "paint the shed", outcome: "result", msgs: []string{"inform"}, last: map[string]any{"result": "paint the shed done"}},
 		{name: "working, then completed", action: "slow paint", outcome: "result", msgs: []string{"inform"}, last: map[string]any{"result": "slow paint done"}},
 		{name: "a message instead of a task", action: "hello", outcome: "result", msgs: []string{"inform"}, last: map[string]any{"result": "hi"}},
 		{name: "rejected", action: "mow the lawn", outcome: "refused", msgs: []string{"refuse"}, last: map[string]any{"reason": "I only paint"}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			outcome, r := call(t, hs.URL, map[string]any{"action": tc.action})
-			assert.Equal(t, tc.outcome, outcome)
-			assert.Equal(t, tc.msgs, r.msgs)
-			assert.Equal(t, tc.last, r.last)
-		})
-	}
+	})
 }
 
 func TestClientErrors(t *testing.T) {
