@@ -1,6 +1,7 @@
 package membership
 
 import (
+	"cmp"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -52,13 +53,13 @@ func LastJoined() Strategy {
 	})
 }
 
-func bySeq(a, b Member) int { return compareSeq(a.Seq, b.Seq) }
+func bySeq(a, b Member) int { return cmp.Compare(a.Seq, b.Seq) }
 
 // HighestPriority elects the candidate of highest priority, the first
 // to join among equals: the leader the bully algorithm elects.
 func HighestPriority() Strategy {
 	return StrategyFunc(func(c []Member) (string, bool) {
-		return best(c, func(a, b Member) int { return compareInt(a.Priority, b.Priority) })
+		return best(c, func(a, b Member) int { return cmp.Compare(a.Priority, b.Priority) })
 	})
 }
 
@@ -69,13 +70,13 @@ func HighestPriority() Strategy {
 func MostCapable() Strategy {
 	return StrategyFunc(func(c []Member) (string, bool) {
 		return best(c, func(a, b Member) int {
-			if d := compareInt(len(a.Capabilities), len(b.Capabilities)); d != 0 {
+			if d := cmp.Compare(len(a.Capabilities), len(b.Capabilities)); d != 0 {
 				return d
 			}
-			if d := compareInt(a.Priority, b.Priority); d != 0 {
+			if d := cmp.Compare(a.Priority, b.Priority); d != 0 {
 				return d
 			}
-			return compareInt(room(a), room(b))
+			return cmp.Compare(room(a), room(b))
 		})
 	})
 }
@@ -87,16 +88,6 @@ func room(m Member) int {
 		return int(^uint(0) >> 1)
 	}
 	return m.Capacity - m.Active
-}
-
-func compareInt(a, b int) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // best returns the candidate better returns the most for, the first to

@@ -1,6 +1,7 @@
 package membership
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -327,6 +328,44 @@ func (g *Group) Report(name string, h Health) error {
 	if h != Healthy && h != Degraded && h != Unhealthy {
 		return fmt.Errorf("membership: a heartbeat reports healthy, degraded or unhealthy, not %s", h)
 	}
+	return g.with(name, func(m *member, now time.Time) error {
+		m.LastHeartbeat = now
+		if h != Unhealthy || m.reported != Unhealthy {
+			m.reportedAt = now // an unhealthy member reporting so again stays due for removal
+		}
+		m.reported = h
+		return nil
+	})
+}
+
+// StartTask counts a task the member takes on; ErrNoRoom when it already
+// has as many as its capacity.
+func (g *Group) StartTask(name string) error {
+	return g.with(name, func(m *member, _ time.Time) error {
+		if !m.HasRoom() {
+			return fmt.Errorf("%w: %s has %d of %d", ErrNoRoom, policy.Quote(name), m.Active, m.Capacity)
+		}
+		m.Active++
+		return nil
+	})
+}
+
+// FinishTask counts a task of the member as done (completed or failed);
+// ErrNoTask when it has none in progress.
+func (g *Group) FinishTask(name string) error {
+	return g.with(name, func(m *member, _ time.Time) error {
+		if m.Active == 0 {
+			return fmt.Errorf("%w: %s", ErrNoTask, policy.Quote(name))
+		}
+		m.Active--
+		return nil
+	})
+}
+
+// with calls f with the member called name and the time, under the lock
+// and after removing the members due; ErrUnknownMember if there is no
+// such member.
+func (g *Group) with(name string, f func(m *member, now time.Time) error) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	now := g.expire()
@@ -334,46 +373,7 @@ func (g *Group) Report(name string, h Health) error {
 	if !ok {
 		return unknown(name)
 	}
-	m.LastHeartbeat = now
-	if h != Unhealthy || m.reported != Unhealthy {
-		m.reportedAt = now // an unhealthy member reporting so again stays due for removal
-	}
-	m.reported = h
-	return nil
-}
-
-// StartTask counts a task the member takes on; ErrNoRoom when it already
-// has as many as its capacity.
-func (g *Group) StartTask(name string) error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.expire()
-	m, ok := g.members[name]
-	if !ok {
-		return unknown(name)
-	}
-	if !m.HasRoom() {
-		return fmt.Errorf("%w: %s has %d of %d", ErrNoRoom, policy.Quote(name), m.Active, m.Capacity)
-	}
-	m.Active++
-	return nil
-}
-
-// FinishTask counts a task of the member as done (completed or failed);
-// ErrNoTask when it has none in progress.
-func (g *Group) FinishTask(name string) error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.expire()
-	m, ok := g.members[name]
-	if !ok {
-		return unknown(name)
-	}
-	if m.Active == 0 {
-		return fmt.Errorf("%w: %s", ErrNoTask, policy.Quote(name))
-	}
-	m.Active--
-	return nil
+	return f(m, now)
 }
 
 // Get returns the member called name, and false if it is not in the
@@ -469,18 +469,8 @@ func (g *Group) Members(filters ...Filter) []Member {
 			out = append(out, s)
 		}
 	}
-	slices.SortFunc(out, func(a, b Member) int { return compareSeq(a.Seq, b.Seq) })
+	slices.SortFunc(out, bySeq)
 	return out
-}
-
-func compareSeq(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // Names returns the names of the members the filters keep, in the order
@@ -539,7 +529,7 @@ func (g *Group) expire() time.Time {
 		if c := a.At.Compare(b.At); c != 0 {
 			return c
 		}
-		return compareSeq(g.members[a.Member].Seq, g.members[b.Member].Seq)
+		return cmp.Compare(g.members[a.Member].Seq, g.members[b.Member].Seq)
 	})
 	for _, e := range due {
 		delete(g.members, e.Member)

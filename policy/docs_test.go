@@ -234,10 +234,11 @@ func anchors(page string) map[string]bool {
 	return out
 }
 
-// Every relative link of the user docs (and of the index) leads to a file
-// or directory of the repository, and every #anchor to a heading.
+// Every relative link of the user docs (and of the index and the guide)
+// leads to a file or directory of the repository, and every #anchor to a
+// heading.
 func TestDocLinksResolve(t *testing.T) {
-	for _, page := range append([]string{"README.md"}, userDocs...) {
+	for _, page := range append([]string{"README.md", guidePage}, userDocs...) {
 		data, err := os.ReadFile(filepath.Join(docsDir, page))
 		require.NoError(t, err)
 		for _, m := range linkRE.FindAllStringSubmatch(string(data), -1) {

@@ -3,8 +3,6 @@ package policy_test
 import (
 	"context"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -221,31 +219,4 @@ func TestGuideBookingRunsBetweenAgents(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	assert.Empty(t, errs)
-}
-
-// Every relative link of the guide leads to a file of the repository, and
-// every #anchor to a heading.
-func TestGuideLinksResolve(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join(docsDir, guidePage))
-	require.NoError(t, err)
-	links := linkRE.FindAllStringSubmatch(string(data), -1)
-	require.NotEmpty(t, links)
-	for _, m := range links {
-		target := m[1]
-		if strings.Contains(target, "://") {
-			continue
-		}
-		path, anchor, _ := strings.Cut(target, "#")
-		file := filepath.Join(docsDir, guidePage)
-		if path != "" {
-			file = filepath.Join(docsDir, path)
-		}
-		info, err := os.Stat(file)
-		if !assert.NoError(t, err, "docs/%s: link %s", guidePage, target) || info.IsDir() || anchor == "" {
-			continue
-		}
-		linked, err := os.ReadFile(file)
-		require.NoError(t, err)
-		assert.True(t, anchors(string(linked))[anchor], "docs/%s: link %s: no heading has anchor #%s", guidePage, target, anchor)
-	}
 }
