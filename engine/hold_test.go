@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -383,6 +384,8 @@ func TestTextbookProtocolsInEveryInterleaving(t *testing.T) {
 			map[string]string{"alice": "bought|quit", "bob": "bought", "carol": "bought", "seller": "bought"}, true},
 		{"Three-Buyer, declined", "three-buyer", map[string][]string{"Carol": {"decline"}},
 			map[string]string{"alice": "bought|quit", "bob": "quit", "carol": "quit", "seller": "quit"}, true},
+		{"Two-Buyer with timers, bought", "two-buyer-timed", map[string][]string{"Buyer2": {"ok"}},
+			map[string]string{"buyer1": "bought|quit|timeout", "buyer2": "bought", "seller": "bought"}, true},
 		{"Travel Agency, two quotes then booked", "travel-agency", map[string][]string{"Customer": {"query", "query", "yes"}},
 			map[string]string{"customer": "booked", "agency": "booked", "service": "booked"}, true},
 		{"Travel Agency, one quote then declined", "travel-agency", map[string][]string{"Customer": {"query", "no"}},
@@ -544,4 +547,75 @@ func holdSeeds(tb testing.TB) []restoreSeed {
 		}
 	}
 	return out
+}
+
+// TestTimersBelongToTheRolesThatRunThem checks that a handler arms only
+// the timers of the states its role takes part in: Buyer2 of Two-Buyer
+// with timers waits for its quote under quote2-by, and does not arm
+// quote1-by, the Seller's and Buyer1's.
+func TestTimersBelongToTheRolesThatRunThem(t *testing.T) {
+	for _, tc := range []struct {
+		role string
+		want []string
+	}{
+		{"Buyer2", []string{"quote2-by"}},
+		{"Seller", []string{}},
+	} {
+		t.Run(tc.role, func(t *testing.T) {
+			h := newMultipartyHandler(t, multipartyProgram(t, "two-buyer-timed", tc.role))
+			var q engine.Queue
+			require.NoError(t, h.Start(t0, &q))
+			got := []string{}
+			for _, e := range q.Events() {
+				if te, ok := e.(*engine.TimerEvent); ok && te.Op == engine.TimerSet {
+					got = append(got, te.Name)
+				}
+			}
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}
+
+// TestReplyCrossingTheDeadline runs Two-Buyer with timers until Buyer2
+// answers the Seller, holds that answer in flight past the deadline of
+// the Seller's wait, and then delivers it: the Seller's clock has fired,
+// so the answer is a late reply (PE004), and each role ends by its own
+// clock.
+func TestReplyCrossingTheDeadline(t *testing.T) {
+	contents := map[string]map[string]any{"title": {"title": "t"}, "quote": {"price": 3}, "share": {"amount": 1}, "ok": {"address": "a"}}
+	decide := decision.Func(func(_ context.Context, req *decision.Request) (decision.Answer, error) {
+		return decision.Answer{Choice: req.Choices[0], Content: contents[req.Choices[0]]}, nil
+	})
+	var errs []string
+	d := engine.NewDriver(t0, engine.WithDecider(decide), engine.WithObserver(func(s engine.Step) {
+		if pe, ok := s.Event.(*engine.ProtocolErrorEvent); ok {
+			errs = append(errs, s.Agent+": "+string(pe.Code)+": "+pe.Reason)
+		}
+	}))
+	for _, r := range []string{"Buyer1", "Buyer2", "Seller"} {
+		require.NoError(t, d.Add(newMultipartyHandler(t, multipartyProgram(t, "two-buyer-timed", r))))
+	}
+	for _, a := range []string{"seller", "buyer2", "buyer1"} {
+		require.NoError(t, d.Start(a, convID))
+	}
+	var answer *engine.Step
+	for steps := d.TakeInFlight(); len(steps) > 0; steps = d.TakeInFlight() {
+		for k := range steps {
+			if m := steps[k].Event.(*engine.MessageEvent).Message; m.Performative == "accept-proposal" {
+				answer = &steps[k]
+				continue
+			}
+			require.NoError(t, d.Process(steps[k].To, convID, steps[k].Event))
+		}
+	}
+	require.NotNil(t, answer, "Buyer2 answered")
+	require.Equal(t, "quoted2|shared|timed-out", d.Handler("seller", convID).State(""))
+	require.NoError(t, d.AdvanceTo(t0.Add(31*time.Second)))
+	require.NoError(t, d.Process(answer.To, convID, answer.Event))
+	assert.Equal(t, []string{`seller: PE004: ok from "buyer2" is late: state "quoted2|shared|timed-out" timed out and the conversation ended with outcome "timeout"`}, errs)
+	got := map[string]string{}
+	for k, h := range d.Handlers() {
+		got[k.Agent] = h.Outcome("")
+	}
+	assert.Equal(t, map[string]string{"buyer1": "bought|quit|timeout", "buyer2": "timeout", "seller": "timeout"}, got)
 }

@@ -276,6 +276,9 @@ func build(p *policy.Policy, role string, proj *policy.Projection, o *compileOpt
 		pr.stateIndex[ls.Name] = i
 		sp := stateProg{name: ls.Name, kind: ls.Kind, outcome: ls.Outcome, join: ls.Join}
 		for _, g := range ls.Global {
+			if !g.RunsTimers(role) {
+				continue // another role's clock runs them
+			}
 			for _, a := range g.Arm {
 				if k := timerOf(a); k >= 0 && !slices.Contains(sp.arms, k) {
 					sp.arms = append(sp.arms, k)

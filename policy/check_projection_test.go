@@ -226,7 +226,7 @@ func TestProjectOutcomeOfAFinishedRole(t *testing.T) {
 func TestTextbookProtocolsCheckClean(t *testing.T) {
 	files, err := filepath.Glob("../testdata/policies/multiparty/*.yaml")
 	require.NoError(t, err)
-	require.Len(t, files, 3)
+	require.Len(t, files, 4)
 	for _, file := range files {
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			src, err := os.ReadFile(file)
@@ -239,10 +239,71 @@ func TestTextbookProtocolsCheckClean(t *testing.T) {
 				assert.Empty(t, lines(ds), "role %s", r.Name)
 				for _, ls := range proj.States {
 					for _, lt := range ls.Transitions {
-						assert.Contains(t, []policy.Action{policy.ActionSend, policy.ActionReceive}, lt.Action)
+						assert.Contains(t, []policy.Action{policy.ActionSend, policy.ActionReceive, policy.ActionTimeout}, lt.Action)
 					}
 				}
 			}
 		})
 	}
+}
+
+// TestTimerRoles checks whose clocks run each state's timers in
+// Two-Buyer with timers: the roles that take part in the state.
+func TestTimerRoles(t *testing.T) {
+	src, err := os.ReadFile("../testdata/policies/multiparty/two-buyer-timed.yaml")
+	require.NoError(t, err)
+	p, ds := policy.Load("two-buyer-timed.yaml", src)
+	require.Empty(t, ds)
+	got := map[string][]string{}
+	for _, s := range p.States {
+		got[s.Name] = p.TimerRoles(s)
+	}
+	all := []string{"Buyer1", "Buyer2", "Seller"}
+	assert.Equal(t, map[string][]string{
+		"start": {"Buyer1", "Seller"}, "asked": {"Buyer1", "Seller"}, "quoted1": {"Buyer2", "Seller"},
+		"quoted2": {"Buyer1", "Buyer2"}, "shared": {"Buyer2", "Seller"}, "ordered": {"Buyer2", "Seller"},
+		"bought": all, "quit": all, "timed-out": all,
+	}, got)
+	// Buyer1 neither arms nor sees quote2-by, the Seller's wait for
+	// Buyer2: after its quote it may send its share or its own timer
+	// share-by fires.
+	proj, ds := policy.Project(p, "Buyer1")
+	require.Empty(t, ds)
+	for _, ls := range proj.States {
+		for _, lt := range ls.Transitions {
+			if lt.Action == policy.ActionTimeout {
+				assert.NotEqual(t, "quote2-by", lt.Transition().Timer.Name, "state %s", ls.Name)
+			}
+		}
+	}
+}
+
+// TestCheckProjectionTimers checks knowledge of choice with timers that
+// only some roles run.
+func TestCheckProjectionTimers(t *testing.T) {
+	timed := patch(t, shipYAML,
+		edit{"  shipped: inform\n", "  shipped: inform\ntimers: {answer: 30s}\n"},
+		edit{"  ordered:\n    - {send: accept, from: Seller, to: Buyer, next: accepted}\n    - {send: reject, from: Seller, to: Buyer, next: rejected}\n",
+			"  ordered:\n    arm: answer\n    on:\n      - {send: accept, from: Seller, to: Buyer, next: accepted}\n      - {send: reject, from: Seller, to: Buyer, next: rejected}\n      - {timeout: answer, next: called-off}\n"})
+	runCheckCases(t, []checkCase{
+		{
+			name:  "a role not told that another role's timer ended the conversation",
+			src:   timed,
+			edits: []edit{{"      - {timeout: answer, next: called-off}\n", "      - {timeout: answer, next: gave-up}\n  gave-up: {terminal: gave-up}\n"}},
+			want: []string{
+				`test.yaml:20:9: error: role "Shipper" cannot tell whether the conversation has ended: in state "ordered" the conversation continues either with timeout "answer" or with "accept" from "Seller" to "Buyer", and "Shipper" sees neither; to fix, have a role that sees it tell "Shipper" which branch was taken (a message to "Shipper" in each branch) [CP029]`,
+			},
+		},
+		{
+			name: "a role whose wait is bounded by its own timer need not be told",
+			src:  timed,
+			edits: []edit{
+				{"      - {timeout: answer, next: called-off}\n", "      - {timeout: answer, next: gave-up}\n  gave-up: {terminal: gave-up}\n"},
+				{"timers: {answer: 30s}\n", "timers: {answer: 30s, order: 1m}\n"},
+				{"  accepted:\n    - {send: ship, from: Seller, to: Shipper, next: shipping}\n", "  accepted:\n    arm: order\n    on:\n      - {send: ship, from: Seller, to: Shipper, next: shipping}\n      - {timeout: order, next: gave-up}\n"},
+				{"  rejected:\n    - {send: stand-down, from: Seller, to: Shipper, next: called-off}\n", "  rejected:\n    arm: order\n    on:\n      - {send: stand-down, from: Seller, to: Shipper, next: called-off}\n      - {timeout: order, next: gave-up}\n"},
+				{"  shipping:\n    - {send: shipped, from: Shipper, to: Buyer, next: delivered}\n", "  shipping:\n    arm: order\n    on:\n      - {send: shipped, from: Shipper, to: Buyer, next: delivered}\n      - {timeout: order, next: gave-up}\n"},
+			},
+		},
+	})
 }

@@ -11,7 +11,8 @@ import (
 type Action int
 
 // Actions. A role sends the messages it is the sender of and receives those
-// it is the receiver of; every role sees timers fire and children return.
+// it is the receiver of; it sees the timers it runs fire (Policy.TimerRoles)
+// and every child return.
 const (
 	ActionSend Action = iota + 1
 	ActionReceive
@@ -137,7 +138,10 @@ type projector struct {
 // from (from < 0 for a seed).
 type step struct{ from, j int }
 
-func (c *checker) visible(t *Transition, role string) (Action, string, bool) {
+// visible says what transition t of state s is to role: a send, a
+// receive, a timeout of a timer the role runs, a child's return, or
+// nothing it sees.
+func (c *checker) visible(s *State, t *Transition, role string) (Action, string, bool) {
 	switch t.Kind {
 	case SendMessage:
 		switch role {
@@ -148,9 +152,41 @@ func (c *checker) visible(t *Transition, role string) (Action, string, bool) {
 		}
 		return 0, "", false
 	case OnTimeout:
-		return ActionTimeout, "", true
+		return ActionTimeout, "", s.RunsTimers(role)
 	}
 	return ActionChildReturn, "", true
+}
+
+// TimerRoles returns the roles whose clocks run the timers state s arms, in
+// the order the policy declares them: the roles that send or receive a
+// message in s (the one waiting there, and the ones it waits for); when s
+// has no message transition (a pause, a child policy's run), every role.
+// Only those roles arm the timers and see them fire; to every other role
+// a timeout in s is a step between others, like a message it takes no
+// part in. In a two-party policy both parties run every timer.
+func (p *Policy) TimerRoles(s *State) []string {
+	var out []string
+	for _, r := range p.Roles {
+		if s.RunsTimers(r.Name) {
+			out = append(out, r.Name)
+		}
+	}
+	return out
+}
+
+// RunsTimers reports whether role runs the timers s arms (see TimerRoles).
+func (s *State) RunsTimers(role string) bool {
+	messages := false
+	for _, t := range s.Transitions {
+		if t.Kind != SendMessage {
+			continue
+		}
+		messages = true
+		if t.From.Name == role || t.To.Name == role {
+			return true
+		}
+	}
+	return !messages
 }
 
 func (c *checker) project(role string) *Projection {
@@ -197,7 +233,7 @@ func (pr *projector) state(seeds []int, via []step) int {
 		s := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		for j, t := range c.p.States[s].Transitions {
-			if _, _, ok := c.visible(t, pr.role); ok {
+			if _, _, ok := c.visible(c.p.States[s], t, pr.role); ok {
 				continue
 			}
 			if k := c.next[s][j]; k >= 0 {
@@ -265,7 +301,7 @@ func (pr *projector) expand(k int) {
 		}
 		hasVisible := false
 		for j, t := range st.Transitions {
-			action, peer, ok := c.visible(t, pr.role)
+			action, peer, ok := c.visible(st, t, pr.role)
 			if !ok {
 				continue
 			}
@@ -315,7 +351,11 @@ func (pr *projector) expand(k int) {
 		slices.Sort(outcomes)
 		ls.Outcome = strings.Join(outcomes, "|")
 	case len(terminals) > 0:
-		pr.blind(k, terminals[0], active[0], "whether the conversation has ended")
+		// A role whose every wait here is bounded by a timer of its own
+		// learns the end from its clock.
+		if i := slices.IndexFunc(active, func(s int) bool { return !pr.timed(s) }); i >= 0 {
+			pr.blind(k, terminals[0], active[i], "whether the conversation has ended")
+		}
 		ls.Kind = KindNormal
 	default:
 		ls.Kind = KindNormal
@@ -388,10 +428,16 @@ func (pr *projector) checkSends(k int) {
 	}
 }
 
+// timed reports whether global state s has a timeout the role runs.
+func (pr *projector) timed(s int) bool {
+	st := pr.c.p.States[s]
+	return st.RunsTimers(pr.role) && slices.ContainsFunc(st.Transitions, func(t *Transition) bool { return t.Kind == OnTimeout })
+}
+
 // acts reports whether the role has a step of its own in global state s.
 func (pr *projector) acts(s int) bool {
 	for _, t := range pr.c.p.States[s].Transitions {
-		if _, _, ok := pr.c.visible(t, pr.role); ok {
+		if _, _, ok := pr.c.visible(pr.c.p.States[s], t, pr.role); ok {
 			return true
 		}
 	}
