@@ -44,6 +44,9 @@ func (p *Policy) Fingerprint() string {
 			w.str(sortedNames(ops)...)
 		}
 	}
+	if b := p.Budget; b != nil {
+		w.str("budget", strconv.Itoa(b.Messages), strconv.Itoa(b.Visits))
+	}
 	w.str("initial", p.Initial.Name)
 	for _, s := range sortedBy(p.States, func(s *State) string { return s.Name }) {
 		w.str("state", s.Name, string(s.Kind), s.Outcome, strconv.FormatBool(s.Join), exprSrc(s.Decide))

@@ -27,6 +27,8 @@ type Policy struct {
 	Timers        []*Timer
 	Vars          []*Field // conversation variables, set by transition actions
 	Commitments   []*Commitment
+	// Budget bounds each run of the conversation; nil for none.
+	Budget *Budget
 	// Initial names the state the conversation starts in.
 	Initial Ref
 	States  []*State
@@ -133,6 +135,18 @@ type Commitment struct {
 	Expires   Ref
 	Deadline  Ref
 	Doc       string
+}
+
+// Budget is a policy's run budget: the most messages one conversation
+// exchanges (Messages), and the most times one state is entered
+// (Visits, which bounds each loop's unfoldings), each counted by every
+// role's handler for each of its sessions; 0 leaves one unbounded. A
+// handler refuses a message that would go over it (protocol error
+// PE017), and exploration reports a run that can (CP107).
+type Budget struct {
+	Messages int
+	Visits   int
+	Pos      Pos
 }
 
 // StateKind is the kind of a State, with cpXML's names.

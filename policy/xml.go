@@ -528,7 +528,7 @@ func dedent(s string) string {
 	return strings.Join(lines, "\n")
 }
 
-var policyChildren = []string{"doc", "role", "performative", "message", "timer", "var", "commitment", "state"}
+var policyChildren = []string{"doc", "role", "performative", "message", "timer", "var", "commitment", "budget", "state"}
 
 func (l *xmlLoader) policy(root *xel) *Policy {
 	p := &Policy{Pos: l.pos(root)}
@@ -565,6 +565,11 @@ func (l *xmlLoader) policy(root *xel) *Policy {
 			p.Vars = append(p.Vars, l.field(c))
 		case "commitment":
 			p.Commitments = append(p.Commitments, l.commitment(c))
+		case "budget":
+			if p.Budget != nil {
+				l.d.errorf(CodeDuplicate, l.pos(c), "the policy has a second <budget>; give one, with both counts").related(p.Budget.Pos, "the first")
+			}
+			p.Budget = l.budget(c)
 		case "state":
 			switch {
 			case len(p.States) < l.limits.MaxStates:

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/beevik/etree"
@@ -79,6 +80,15 @@ func WriteXML(p *Policy) []byte {
 			for _, r := range op.refs {
 				e.CreateElement(op.tag).CreateAttr("message", r.Name)
 			}
+		}
+	}
+	if b := p.Budget; b != nil {
+		e := root.CreateElement("budget")
+		if b.Messages > 0 {
+			e.CreateAttr("messages", strconv.Itoa(b.Messages))
+		}
+		if b.Visits > 0 {
+			e.CreateAttr("visits", strconv.Itoa(b.Visits))
 		}
 	}
 	for _, s := range p.States {

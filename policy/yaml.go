@@ -387,7 +387,7 @@ func (l *yamlLoader) doc(n *yaml.Node, depth int) string {
 	return strings.TrimRight(s, "\n")
 }
 
-var policyKeys = []string{"policy", "version", "doc", "roles", "performatives", "messages", "timers", "vars", "commitments", "initial", "states"}
+var policyKeys = []string{"policy", "version", "doc", "roles", "performatives", "messages", "timers", "vars", "commitments", "budget", "initial", "states"}
 
 func (l *yamlLoader) policy(root *yaml.Node) *Policy {
 	p := &Policy{}
@@ -448,6 +448,8 @@ func (l *yamlLoader) roles(p *Policy, n *yaml.Node) {
 	if n = l.node(n, 1); n == nil {
 		return
 	}
+		case "budget":
+			p.Budget = l.budget(v)
 	if (n.Kind == yaml.SequenceNode || n.Kind == yaml.MappingNode) && len(n.Content) == 0 {
 		l.d.errorf(CodeMissingField, l.pos(n), "the policy declares no roles")
 		return

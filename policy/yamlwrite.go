@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"unicode"
 )
@@ -73,6 +74,17 @@ func WriteYAML(p *Policy) []byte {
 		for _, c := range p.Commitments {
 			w.commitment(c)
 		}
+	}
+	if b := p.Budget; b != nil {
+		var parts []string
+		if b.Messages > 0 {
+			parts = append(parts, "messages: "+strconv.Itoa(b.Messages))
+		}
+		if b.Visits > 0 {
+			parts = append(parts, "visits: "+strconv.Itoa(b.Visits))
+		}
+		w.blank()
+		w.line(0, "budget: {"+strings.Join(parts, ", ")+"}")
 	}
 	w.blank()
 	if p.Initial.Name != "" {
