@@ -57,6 +57,10 @@ const (
 	// fired (an accept-proposal before every Participant has answered or
 	// the deadline for proposals has passed).
 	CodeJoinPending ErrorCode = "PE016"
+	// CodeBudget: the message would go over the policy's run budget (the
+	// messages one conversation exchanges, or the entries into one
+	// state); it is not applied, or not sent, in either mode.
+	CodeBudget ErrorCode = "PE017"
 )
 
 // ErrorCodeInfo describes a protocol error code.
@@ -84,4 +88,5 @@ var ErrorCodes = []ErrorCodeInfo{
 	{CodeRefused, "refused", "a message would open a conversation beyond the agent's limits"},
 	{CodeContentLimit, "content-limit", "the content breaks the content limits or holds a value JSON cannot carry"},
 	{CodeJoinPending, "join-pending", "a message a join decides was sent before the join was released"},
+	{CodeBudget, "budget", "the message would go over the policy's run budget"},
 }

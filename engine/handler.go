@@ -127,6 +127,11 @@ type session struct {
 	srcTimes []int64 // the latest value of each deadline source (Unix nanoseconds)
 	src      [1]int64
 	commits  []commitInst
+	// messages and visits count what the run budget bounds: messages
+	// exchanged, and entries into each state (nil without a visits
+	// budget).
+	messages int32
+	visits   []int32
 }
 
 type commitInst struct {
@@ -384,6 +389,7 @@ func (h *Handler) enter(i, st int, at time.Time, out *Queue, inGroup bool) {
 		}
 	}
 	s.state = int32(st)
+	h.countVisit(i, st)
 	s.epoch = h.next()
 	s.ticket = 0
 	sp := &pr.states[st]

@@ -149,6 +149,10 @@ func (h *Handler) received(e *MessageEvent, out *Queue) {
 			}
 		}
 	}
+	if why := h.overBudget(i, mt.t); why != "" {
+		h.protocolError(out, at, CodeBudget, i, m, false, "%s from %s was not applied: %s", pr.msgs[mt.t.msg].name, policy.Quote(m.Sender), why)
+		return
+	}
 	h.apply(i, mt.t, m, at, out, false)
 }
 
@@ -337,6 +341,10 @@ func (h *Handler) sent(e *MessageEvent, out *Queue) error {
 				continue
 			}
 		}
+		if why := h.overBudget(i, mt.t); why != "" {
+			h.protocolError(out, at, CodeBudget, i, m, false, "%s sent by %s was not applied: %s", pr.msgs[mt.t.msg].name, policy.Quote(m.Sender), why)
+			continue
+		}
 		s.sent[1], s.sent[0] = s.sent[0], m.ReplyWith
 		h.apply(i, mt.t, m, at, out, true)
 	}
@@ -397,6 +405,7 @@ func (h *Handler) apply(i int, t *transProg, m *forms.Message, at time.Time, out
 	if len(t.sets) > 0 && !h.assign(i, t, m, at, out) {
 		return
 	}
+	s.countMessage()
 	mp := &pr.msgs[t.msg]
 	if len(mp.srcs) > 0 {
 		if s.srcTimes == nil {
@@ -553,6 +562,16 @@ func (h *Handler) take(i int, choice string, content map[string]any, replyBy tim
 	if err := form.Validate(content); err != nil {
 		h.protocolError(out, at, CodeInvalidContent, i, nil, false, "the decision's content does not fit: %v", err)
 		return false, nil
+	}
+	budgeted := group
+	if budgeted == nil {
+		budgeted = []int{i}
+	}
+	for _, j := range budgeted {
+		if why := h.overBudget(j, t); why != "" {
+			h.protocolError(out, at, CodeBudget, j, nil, false, "%s was not sent: %s", pr.msgs[t.msg].name, why)
+			return false, nil
+		}
 	}
 	var receivers []string
 	if group == nil {

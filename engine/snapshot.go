@@ -56,6 +56,9 @@ type sessionSnapshot struct {
 	Vars          map[string]any   `json:"vars,omitempty"`
 	SrcTimes      []int64          `json:"source_times,omitempty"`
 	Commits       []commitSnapshot `json:"commitments,omitempty"`
+	// Messages and Visits are the run budget's counts.
+	Messages int32   `json:"messages,omitempty"`
+	Visits   []int32 `json:"visits,omitempty"`
 }
 
 type commitSnapshot struct {
@@ -92,6 +95,7 @@ func (h *Handler) Snapshot() ([]byte, error) {
 			Peer: s.peer, State: name(s.state), TimedOutFrom: name(s.timedOutFrom), Epoch: s.epoch, Ticket: s.ticket,
 			Deadlines: s.deadlines, LastReplyWith: s.lastReplyWith, LastInReplyTo: s.lastInReplyTo, LastSender: s.lastSender,
 			Content: s.content, Sent: s.sent, Vars: s.vars, SrcTimes: s.srcTimes,
+			Messages: s.messages, Visits: s.visits,
 		}
 		if s.lastMsg > 0 {
 			ss.LastMessage = pr.msgs[s.lastMsg-1].name
@@ -323,6 +327,9 @@ func (pr *Program) restoreSession(sn *snapshot, i int) (session, error) {
 		}
 	}
 	if s.commits, err = pr.restoreCommits(sn, ss, s.state); err != nil {
+		return s, err
+	}
+	if err := pr.restoreBudget(&s, ss); err != nil {
 		return s, err
 	}
 	s.epoch, s.ticket, s.deadlines = ss.Epoch, ss.Ticket, ss.Deadlines

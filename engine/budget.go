@@ -1,0 +1,68 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/parleyhq/parley/policy"
+)
+
+// overBudget returns why taking transition t, on a message, in session i
+// goes over the policy's run budget (policy.Budget), or "": the session
+// has exchanged as many messages as the budget allows, or entered t's
+// next state as many times. The handler counts both for each session
+// (and keeps them in snapshots); timeouts and children's returns are
+// counted but never refused.
+func (h *Handler) overBudget(i int, t *transProg) string {
+	b := h.prog.policy.Budget
+	if b == nil {
+		return ""
+	}
+	s := &h.sessions[i]
+	if b.Messages > 0 && int(s.messages) >= b.Messages {
+		return fmt.Sprintf("the conversation has exchanged as many messages as its budget allows (%d)", s.messages)
+	}
+	if b.Visits > 0 && t.next < len(s.visits) && int(s.visits[t.next]) >= b.Visits {
+		return fmt.Sprintf("state %s has been entered as many times as the budget allows (%d)", policy.Quote(h.prog.states[t.next].name), s.visits[t.next])
+	}
+	return ""
+}
+
+// countVisit counts session i's entry into state st, when the budget
+// bounds visits.
+func (h *Handler) countVisit(i, st int) {
+	if b := h.prog.policy.Budget; b == nil || b.Visits == 0 {
+		return
+	}
+	s := &h.sessions[i]
+	if len(s.visits) != len(h.prog.states) {
+		s.visits = make([]int32, len(h.prog.states))
+	}
+	if s.visits[st] < 1<<30 {
+		s.visits[st]++
+	}
+}
+
+// countMessage counts a message session i exchanged.
+func (s *session) countMessage() {
+	if s.messages < 1<<30 {
+		s.messages++
+	}
+}
+
+// restoreBudget restores a session's run budget counts: none negative,
+// and a count of visits for every state or none.
+func (pr *Program) restoreBudget(s *session, ss *sessionSnapshot) error {
+	if ss.Messages < 0 {
+		return fmt.Errorf("%d messages exchanged", ss.Messages)
+	}
+	if len(ss.Visits) > 0 && len(ss.Visits) != len(pr.states) {
+		return fmt.Errorf("visits of %d states, the program has %d", len(ss.Visits), len(pr.states))
+	}
+	for _, v := range ss.Visits {
+		if v < 0 {
+			return fmt.Errorf("a state entered %d times", v)
+		}
+	}
+	s.messages, s.visits = ss.Messages, ss.Visits
+	return nil
+}
