@@ -129,10 +129,7 @@ func TestProjectTwoParty(t *testing.T) {
 	require.NotEmpty(t, files)
 	for _, file := range files {
 		t.Run(filepath.Base(file), func(t *testing.T) {
-			src, err := os.ReadFile(file)
-			require.NoError(t, err)
-			p, ds := policy.Load(filepath.Base(file), src)
-			require.Empty(t, ds)
+			p := loadFile(t, file)
 			if len(p.Roles) != 2 {
 				t.Skip("not a two-party policy")
 			}
@@ -229,10 +226,7 @@ func TestTextbookProtocolsCheckClean(t *testing.T) {
 	require.Len(t, files, 4)
 	for _, file := range files {
 		t.Run(filepath.Base(file), func(t *testing.T) {
-			src, err := os.ReadFile(file)
-			require.NoError(t, err)
-			p, ds := policy.Load(filepath.Base(file), src)
-			require.Empty(t, ds)
+			p := loadFile(t, file)
 			assert.Empty(t, lines(policy.CheckPolicy(p)))
 			for _, r := range p.Roles {
 				proj, ds := policy.Project(p, r.Name)
@@ -250,10 +244,7 @@ func TestTextbookProtocolsCheckClean(t *testing.T) {
 // TestTimerRoles checks whose clocks run each state's timers in
 // Two-Buyer with timers: the roles that take part in the state.
 func TestTimerRoles(t *testing.T) {
-	src, err := os.ReadFile("../testdata/policies/multiparty/two-buyer-timed.yaml")
-	require.NoError(t, err)
-	p, ds := policy.Load("two-buyer-timed.yaml", src)
-	require.Empty(t, ds)
+	p := loadFile(t, "../testdata/policies/multiparty/two-buyer-timed.yaml")
 	got := map[string][]string{}
 	for _, s := range p.States {
 		got[s.Name] = p.TimerRoles(s)
@@ -306,4 +297,14 @@ func TestCheckProjectionTimers(t *testing.T) {
 			},
 		},
 	})
+}
+
+// loadFile loads the policy file at path, which must load cleanly.
+func loadFile(t *testing.T, path string) *policy.Policy {
+	t.Helper()
+	src, err := os.ReadFile(path)
+	require.NoError(t, err)
+	p, ds := policy.Load(filepath.Base(path), src)
+	require.Empty(t, ds)
+	return p
 }
