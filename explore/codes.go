@@ -26,6 +26,9 @@ const (
 	// CodeUnboundedWait: a role waits for a message in a state where it
 	// has no timer armed and nothing else to do.
 	CodeUnboundedWait policy.Code = "CP106"
+	// CodeBudget: a run reaches the policy's run budget: a message would
+	// go over it, and the handler refuses it (PE017).
+	CodeBudget policy.Code = "CP107"
 	// CodeBound: the exploration stopped at its bound (states, or a
 	// channel's buffer) before it had seen every behaviour.
 	CodeBound policy.Code = "CP109"
@@ -40,6 +43,7 @@ var Codes = []policy.CodeInfo{
 	{Code: CodeTimeoutRace, Name: "timeout-race", Severity: policy.SeverityWarning, Summary: "a reply sent in time arrives after the waiting role's timer fired"},
 	{Code: CodeOpenCommitment, Name: "open-commitment", Severity: policy.SeverityWarning, Summary: "a role ends with a commitment still detached before its deadline"},
 	{Code: CodeUnboundedWait, Name: "unbounded-wait", Severity: policy.SeverityWarning, Summary: "a role only waits for a message, with no timer armed"},
+	{Code: CodeBudget, Name: "run-budget", Severity: policy.SeverityWarning, Summary: "a run reaches the policy's run budget, and a message is refused"},
 	{Code: CodeBound, Name: "exploration-bound", Severity: policy.SeverityInfo, Summary: "the exploration stopped at its bound before seeing every behaviour"},
 }
 

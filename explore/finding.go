@@ -274,6 +274,10 @@ func (x *explorer) orphan(nd *node, steps []Step, f flight, to int, before strin
 	w := witness(nd, steps)
 	recv, sender := x.insts[to], x.insts[f.from]
 	local := sessionState(before, sender.agent)
+	if pe.Code == engine.CodeBudget {
+		x.overBudget(nd, steps, to, pe)
+		return
+	}
 	if pe.Code == engine.CodeLate {
 		timer, from := "", ""
 		for k := len(w) - 1; k >= 0; k-- {
@@ -430,4 +434,20 @@ func sessionsOf(state string) []session {
 		}
 	}
 	return out
+}
+
+// overBudget reports a run that reaches the policy's run budget: instance
+// i's handler refused a message (received, or its decision's) with PE017.
+func (x *explorer) overBudget(nd *node, steps []Step, i int, pe engine.ProtocolErrorEvent) {
+	q := policy.Quote
+	d := policy.Diagnostic{Code: CodeBudget,
+		Message: fmt.Sprintf("a run reaches the run budget: %s, in state %s, refuses a message (PE017: %s); end the conversation before the budget is spent, or raise it",
+			q(x.insts[i].role), q(pe.State), pe.Reason)}
+	if b := x.p.Budget; b != nil {
+		d.Pos = b.Pos
+	}
+	if pos := x.statePos(pe.State); pos.IsValid() {
+		d.Related = []policy.Related{{Pos: pos, Message: "state " + q(pe.State)}}
+	}
+	x.record(fmt.Sprintf("%s|%s|%s", CodeBudget, x.insts[i].role, pe.State), d, witness(nd, steps))
 }

@@ -213,6 +213,11 @@ func (x *explorer) decide(nd *node, k int, a decision.Answer) (successor, error)
 	if err != nil {
 		return successor{}, err
 	}
+	for _, pe := range res.errs {
+		if pe.Code == engine.CodeBudget {
+			x.overBudget(nd, steps, i, pe)
+		}
+	}
 	if !res.sent {
 		return successor{refused: true}, nil
 	}

@@ -35,6 +35,7 @@ code, positions and a witness (the steps that lead to it):
   CP104 timeout-race      a reply sent in time arrives after the waiting role's timer fired
   CP105 open-commitment   a role ends with a commitment still detached before its deadline
   CP106 unbounded-wait    a role only waits for a message, with no timer armed
+  CP107 run-budget        a run reaches the policy's run budget, and a message is refused
   CP109 exploration-bound the bound stopped the exploration before it saw every behaviour
 
 Usage:
