@@ -42,9 +42,14 @@ func (h *Handler) countVisit(i, st int) {
 	}
 }
 
-// countMessage counts a message session i exchanged.
-func (s *session) countMessage() {
-	if s.messages < 1<<30 {
+// countMessage counts a message session i exchanged, when the budget
+// bounds messages (so that a handler without one keeps no count, and its
+// snapshots do not grow a number that only dates them).
+func (h *Handler) countMessage(i int) {
+	if b := h.prog.policy.Budget; b == nil || b.Messages == 0 {
+		return
+	}
+	if s := &h.sessions[i]; s.messages < 1<<30 {
 		s.messages++
 	}
 }

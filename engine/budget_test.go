@@ -182,3 +182,18 @@ func TestRestoreRefusesBadBudgetCounts(t *testing.T) {
 		})
 	}
 }
+
+// A handler of a policy without a budget counts nothing: its snapshots
+// hold no count that would only date them.
+func TestNoBudgetNoCounts(t *testing.T) {
+	h, err := mustCompile(t, strings.Replace(pingPongYAML, "BUDGET", "", 1), "B").NewHandler("c1", "B", engine.WithPeers("A", "A"))
+	require.NoError(t, err)
+	var q engine.Queue
+	require.NoError(t, h.Start(time.Unix(0, 0), &q))
+	ping := msg("inform", "A", "B", map[string]any{"ping": true})
+	require.NoError(t, h.Process(&engine.MessageEvent{At: time.Unix(1, 0), Message: &ping}, &q))
+	snap, err := h.Snapshot()
+	require.NoError(t, err)
+	assert.NotContains(t, string(snap), `"messages"`)
+	assert.NotContains(t, string(snap), `"visits"`)
+}

@@ -405,7 +405,7 @@ func (h *Handler) apply(i int, t *transProg, m *forms.Message, at time.Time, out
 	if len(t.sets) > 0 && !h.assign(i, t, m, at, out) {
 		return
 	}
-	s.countMessage()
+	h.countMessage(i)
 	mp := &pr.msgs[t.msg]
 	if len(mp.srcs) > 0 {
 		if s.srcTimes == nil {
