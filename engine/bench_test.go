@@ -287,3 +287,37 @@ func BenchmarkContractNet(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkHeldMessage measures Buyer2 of Two-Buyer taking the Seller's
+// quote and Buyer1's share, in order and with the share arriving first,
+// held and then delivered: a new handler each time, up to its decision.
+func BenchmarkHeldMessage(b *testing.B) {
+	pr := multipartyProgram(b, "two-buyer", "Buyer2")
+	quote := &forms.Message{Performative: "inform", Sender: "seller", ConversationID: convID, Content: map[string]any{"price": 10}}
+	share := &forms.Message{Performative: "propose", Sender: "buyer1", ConversationID: convID, Content: map[string]any{"amount": 4}}
+	for _, bc := range []struct {
+		name string
+		msgs [2]*forms.Message
+	}{{"in-order", [2]*forms.Message{quote, share}}, {"share-first", [2]*forms.Message{share, quote}}} {
+		b.Run(bc.name, func(b *testing.B) {
+			var q engine.Queue
+			b.ReportAllocs()
+			for b.Loop() {
+				h := newMultipartyHandler(b, pr)
+				q.Reset()
+				if err := h.Start(t0, &q); err != nil {
+					b.Fatal(err)
+				}
+				for _, m := range bc.msgs {
+					q.Reset()
+					if err := h.Process(&engine.MessageEvent{At: t0, Message: m}, &q); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if h.State("") != "shared" {
+					b.Fatalf("Buyer2 is in %s", h.State(""))
+				}
+			}
+		})
+	}
+}
