@@ -104,3 +104,30 @@ func BenchmarkLoadXMLRepeatedAttributes(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkLoad measures the loaders alone on the generated policy, in
+// both formats (the XML written by WriteXML from the YAML).
+func BenchmarkLoad(b *testing.B) {
+	for _, n := range []int{1_000, 10_000, 100_000} {
+		ysrc := generated(n)
+		p, ds := policy.LoadYAML("generated.yaml", ysrc)
+		if ds.HasErrors() {
+			b.Fatal(ds)
+		}
+		for _, f := range []struct {
+			name string
+			src  []byte
+		}{{"yaml", ysrc}, {"xml", policy.WriteXML(p)}} {
+			b.Run(fmt.Sprintf("format=%s/states=%d", f.name, n), func(b *testing.B) {
+				b.ReportAllocs()
+				b.SetBytes(int64(len(f.src)))
+				for b.Loop() {
+					if _, ds := policy.Load("generated."+f.name, f.src); ds.HasErrors() {
+						b.Fatal(ds)
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/state")
+			})
+		}
+	}
+}

@@ -159,8 +159,21 @@ type yamlPair struct {
 // reported; user-named mappings (states, messages) leave duplicates to the
 // declarations check so both file formats report them the same way.
 func (l *yamlLoader) pairs(n *yaml.Node, depth int, structural bool) []yamlPair {
-	var out []yamlPair
-	seen := map[string]*yaml.Node{}
+	out := make([]yamlPair, 0, len(n.Content)/2)
+	// seen indexes out by key once the mapping is too large to search;
+	// a structural mapping has a handful of keys.
+	var seen map[string]*yaml.Node
+	first := func(key string) *yaml.Node {
+		if seen != nil {
+			return seen[key]
+		}
+		for _, p := range out {
+			if p.key == key {
+				return p.k
+			}
+		}
+		return nil
+	}
 	var merged []yamlPair
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
@@ -172,21 +185,41 @@ func (l *yamlLoader) pairs(n *yaml.Node, depth int, structural bool) []yamlPair 
 			merged = append(merged, l.mergePairs(v, depth)...)
 			continue
 		}
-		if first, dup := seen[k.Value]; dup && structural {
-			l.d.errorf(CodeDuplicate, l.pos(k), "duplicate key %s", Quote(k.Value)).related(l.pos(first), "first given here")
-			continue
+		if structural {
+			if f := first(k.Value); f != nil {
+				l.d.errorf(CodeDuplicate, l.pos(k), "duplicate key %s", Quote(k.Value)).related(l.pos(f), "first given here")
+				continue
+			}
 		}
-		seen[k.Value] = k
 		out = append(out, yamlPair{key: k.Value, k: k, v: v})
+		if structural && seen == nil && len(out) > maxSearchedKeys {
+			seen = make(map[string]*yaml.Node, len(n.Content)/2)
+			for _, p := range out {
+				seen[p.key] = p.k
+			}
+		} else if seen != nil {
+			seen[k.Value] = k
+		}
 	}
-	for _, p := range merged {
-		if _, ok := seen[p.key]; !ok {
-			seen[p.key] = p.k
-			out = append(out, p)
+	if len(merged) > 0 {
+		// A merged key is kept only when the mapping does not give it.
+		have := make(map[string]bool, len(out)+len(merged))
+		for _, p := range out {
+			have[p.key] = true
+		}
+		for _, p := range merged {
+			if !have[p.key] {
+				have[p.key] = true
+				out = append(out, p)
+			}
 		}
 	}
 	return out
 }
+
+// maxSearchedKeys is the size up to which pairs finds a repeated key by
+// searching the keys so far rather than through a map.
+const maxSearchedKeys = 16
 
 func (l *yamlLoader) mergePairs(v *yaml.Node, depth int) []yamlPair {
 	v = l.node(v, depth+1)
@@ -415,6 +448,8 @@ func (l *yamlLoader) policy(root *yaml.Node) *Policy {
 			p.Vars = l.fieldMap(v, 1, "vars")
 		case "commitments":
 			l.commitments(p, v)
+		case "budget":
+			p.Budget = l.budget(v)
 		case "initial":
 			p.Initial = l.ref(v, 1, "initial")
 		case "states":
@@ -448,8 +483,6 @@ func (l *yamlLoader) roles(p *Policy, n *yaml.Node) {
 	if n = l.node(n, 1); n == nil {
 		return
 	}
-		case "budget":
-			p.Budget = l.budget(v)
 	if (n.Kind == yaml.SequenceNode || n.Kind == yaml.MappingNode) && len(n.Content) == 0 {
 		l.d.errorf(CodeMissingField, l.pos(n), "the policy declares no roles")
 		return
@@ -707,10 +740,19 @@ func (l *yamlLoader) states(p *Policy, n *yaml.Node) {
 		return
 	}
 	p.States = make([]*State, 0, len(pairs))
-	for _, pr := range pairs {
+	for i, pr := range pairs {
 		s := &State{Name: pr.key, Pos: l.pos(pr.k), Kind: KindNormal}
 		p.States = append(p.States, s)
 		l.state(s, pr.v)
+		// The state's nodes are read: drop the references to them, so
+		// that the collector can free them while later states load and
+		// the node tree and the model are not both whole at once. (An
+		// alias keeps its own reference to an anchored node.)
+		pairs[i] = yamlPair{}
+	}
+	if n.Anchor == "" {
+		// No alias can name this mapping, so nothing reads it again.
+		clear(n.Content)
 	}
 }
 
@@ -836,27 +878,33 @@ func (l *yamlLoader) transition(n *yaml.Node, depth int) *Transition {
 	}
 	t := &Transition{Pos: l.pos(n)}
 	pairs := l.pairs(n, depth, true)
-	var kinds []string
+	kinds := 0
 	for _, pr := range pairs {
 		switch pr.key {
 		case "send":
 			t.Kind = SendMessage
-			kinds = append(kinds, pr.key)
+			kinds++
 		case "timeout":
 			t.Kind = OnTimeout
-			kinds = append(kinds, pr.key)
+			kinds++
 		case "return":
 			t.Kind = ChildReturn
-			kinds = append(kinds, pr.key)
+			kinds++
 		}
 	}
-	switch len(kinds) {
+	switch kinds {
 	case 0:
 		l.d.errorf(CodeMissingField, t.Pos, "a transition needs one of send, timeout or return")
 		return nil
 	case 1:
 	default:
-		l.d.errorf(CodeInvalidValue, t.Pos, "a transition takes one of send, timeout or return, not %s", strings.Join(kinds, " and "))
+		var given []string
+		for _, pr := range pairs {
+			if pr.key == "send" || pr.key == "timeout" || pr.key == "return" {
+				given = append(given, pr.key)
+			}
+		}
+		l.d.errorf(CodeInvalidValue, t.Pos, "a transition takes one of send, timeout or return, not %s", strings.Join(given, " and "))
 		return nil
 	}
 	allowed := transitionKeys[t.Kind]
