@@ -66,6 +66,10 @@ type xmlLoader struct {
 	offs []int
 	// blanks interns blank character data: indentation repeats.
 	blanks map[string]string
+	// drop is the element (the root) whose children children lets go of
+	// as it reads them, so that the element tree and the model are not
+	// both whole at once.
+	drop *xel
 }
 
 // xmlFrame is an element being read, with the text before its first
@@ -464,7 +468,12 @@ func (l *xmlLoader) children(e *xel, allowed []string, fn func(c *xel)) {
 		l.d.errorf(CodeInvalidValue, l.pos(e), "<%s> holds text %s outside any element", e.tag, Quote(strings.TrimSpace(text)))
 	}
 	var seen map[string]*xel
-	for _, c := range e.elems {
+	for i, c := range e.elems {
+		if e == l.drop {
+			// Read once: let the collector free the child's elements
+			// while later ones load.
+			e.elems[i] = nil
+		}
 		if !contains(allowed, c.tag) {
 			l.d.errorf(CodeUnknownField, l.pos(c), "unknown element <%s> in <%s>%s", clip(c.tag), e.tag, didYouMean(c.tag, allowed))
 			continue
@@ -543,6 +552,7 @@ func (l *xmlLoader) policy(root *xel) *Policy {
 	}
 	p.Initial = l.ref(a, "initial")
 	tooMany := false
+	l.drop = root
 	l.children(root, policyChildren, func(c *xel) {
 		switch c.tag {
 		case "doc":
