@@ -34,6 +34,10 @@ import (
 //     PE005 conversation-ended;
 //   - a message to hold beyond MaxHeld is reported as PE001 and not kept.
 //
+// So what a peer can make a handler keep is bounded: MaxHeld messages in
+// all (whichever peers sent them), each within forms.DefaultLimits, and
+// deciding whether to hold one walks the program's states once per role.
+//
 // A handler with one peer, or one session per peer of a many role, holds
 // nothing: its peers' messages come in the order they were sent. The
 // handler keeps a held message (not a copy) until it delivers it, as it
