@@ -183,18 +183,20 @@ func exploreFile(rep *report, f *fileResult, opts []explore.Option) (*explore.Re
 }
 
 // exploreSmall explores, for plain cpvalidate, each policy that checked
-// clean and has at most exploreThreshold states (any, with all).
-func exploreSmall(rep *report, states int, all bool) error {
+// clean and has at most exploreThreshold states (any, with all). A
+// policy the exploration cannot run is left as the static checks found
+// it, with a note saying why.
+func exploreSmall(rep *report, states int, all bool) (notes []string) {
 	for _, f := range rep.files {
 		if !f.ok() || !all && len(f.policy.States) > exploreThreshold {
 			continue
 		}
 		if _, err := exploreFile(rep, f, []explore.Option{explore.WithMaxStates(states)}); err != nil {
-			return fmt.Errorf("%s: exploring: %w", f.path, err)
+			notes = append(notes, fmt.Sprintf("%s: not explored: %v", f.path, err))
 		}
 	}
 	rep.recount()
-	return nil
+	return notes
 }
 
 // recount counts each file's errors and warnings again, and collects

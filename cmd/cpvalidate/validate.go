@@ -168,9 +168,9 @@ func runValidate(c *command, opts any, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintf(stderr, "cpvalidate: %v\n", err)
 	}
 	if o.explore || o.exploreAll {
-		if err := exploreSmall(rep, o.exploreStates, o.exploreAll); err != nil {
-			fmt.Fprintf(stderr, "cpvalidate: %v\n", err)
-			return exitUsage
+		for _, n := range exploreSmall(rep, o.exploreStates, o.exploreAll) {
+			fmt.Fprintf(stderr, "cpvalidate: note: %s\n", n)
+			rep.notes = append(rep.notes, n)
 		}
 	}
 	o.severity.apply(rep)
