@@ -29,18 +29,7 @@ func docExample(t *testing.T, name string) string {
 	require.NoError(t, err)
 	var b strings.Builder
 	fmt.Fprintf(&b, "Example ([`%s`](../testdata/explore/%s)):\n\n```yaml\n%s```\n\n```text\n", name, name, src)
-	for _, d := range r.Diagnostics(c.Policy()) {
-		b.WriteString(d.Error() + "\n")
-		for _, rel := range d.Related {
-			fmt.Fprintf(&b, "\t%s: %s\n", rel.Pos, rel.Message)
-		}
-		if len(d.Trace) > 0 {
-			b.WriteString("\twitness:\n")
-			for i, s := range d.Trace {
-				fmt.Fprintf(&b, "\t  %d. %s\n", i+1, s)
-			}
-		}
-	}
+	writeDiagnostics(&b, r.Diagnostics(c.Policy()))
 	b.WriteString("```\n")
 	if len(r.Findings) > 0 {
 		fmt.Fprintf(&b, "\nThe first witness as a sequence diagram (`-format mermaid`):\n\n```mermaid\n%s```\n", r.Findings[0].Mermaid())

@@ -47,18 +47,7 @@ func render(t *testing.T, c *engine.Compiled, r *explore.Report) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "explored %d states, %d steps (bounds: %d instances, buffer %d, %d states); truncated: %v%s\n",
 		r.States, r.Steps, r.Instances, r.Buffer, r.MaxStates, r.Truncated, strings.TrimRight(" "+r.Bound, " "))
-	for _, d := range r.Diagnostics(c.Policy()) {
-		b.WriteString(d.Error() + "\n")
-		for _, rel := range d.Related {
-			fmt.Fprintf(&b, "\t%s: %s\n", rel.Pos, rel.Message)
-		}
-		if len(d.Trace) > 0 {
-			b.WriteString("\twitness:\n")
-			for i, s := range d.Trace {
-				fmt.Fprintf(&b, "\t  %d. %s\n", i+1, s)
-			}
-		}
-	}
+	writeDiagnostics(&b, r.Diagnostics(c.Policy()))
 	for _, f := range r.Findings {
 		fmt.Fprintf(&b, "\n--- %s witness as JSON\n", f.Diagnostic.Code)
 		data, err := json.MarshalIndent(f.Witness, "", "  ")
@@ -67,6 +56,23 @@ func render(t *testing.T, c *engine.Compiled, r *explore.Report) string {
 		fmt.Fprintf(&b, "\n--- %s witness as Mermaid\n%s", f.Diagnostic.Code, f.Mermaid())
 	}
 	return b.String()
+}
+
+// writeDiagnostics renders ds as cpvalidate's text output does: each
+// diagnostic, then its related positions and witness, indented.
+func writeDiagnostics(b *strings.Builder, ds policy.Diagnostics) {
+	for _, d := range ds {
+		b.WriteString(d.Error() + "\n")
+		for _, rel := range d.Related {
+			fmt.Fprintf(b, "\t%s: %s\n", rel.Pos, rel.Message)
+		}
+		if len(d.Trace) > 0 {
+			b.WriteString("\twitness:\n")
+			for i, s := range d.Trace {
+				fmt.Fprintf(b, "\t  %d. %s\n", i+1, s)
+			}
+		}
+	}
 }
 
 func caseFiles(t *testing.T) []string {

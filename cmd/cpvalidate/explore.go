@@ -110,19 +110,9 @@ func runExplore(c *command, opts any, args []string, stdout, stderr io.Writer) i
 	case o.max < 0:
 		return c.usageError(stderr, "-max must be 0 (no limit) or more, not %d", o.max)
 	}
-	files, notes, errs := expandPaths(args)
-	for _, n := range notes {
-		fmt.Fprintf(stderr, "cpvalidate explore: note: %s\n", n)
-	}
-	if len(errs) > 0 {
-		for _, err := range errs {
-			fmt.Fprintf(stderr, "cpvalidate explore: %v\n", err)
-		}
+	rep, ok := loadAndCheck(c, args, stderr)
+	if !ok {
 		return exitUsage
-	}
-	rep := validateFiles(files)
-	for _, err := range rep.ioErrors {
-		fmt.Fprintf(stderr, "cpvalidate explore: %v\n", err)
 	}
 	xopts := []explore.Option{explore.WithMaxStates(o.maxStates), explore.WithBuffer(o.buffer), explore.WithInstances(o.instances)}
 	var results []explored

@@ -152,20 +152,9 @@ func runValidate(c *command, opts any, args []string, stdout, stderr io.Writer) 
 	if o.exploreStates < 1 || o.exploreStates > explore.MaxStatesLimit {
 		return c.usageError(stderr, "-explore-states must be 1 to %d, not %d", explore.MaxStatesLimit, o.exploreStates)
 	}
-	files, notes, errs := expandPaths(args)
-	for _, n := range notes {
-		fmt.Fprintf(stderr, "cpvalidate: note: %s\n", n)
-	}
-	if len(errs) > 0 {
-		for _, err := range errs {
-			fmt.Fprintf(stderr, "cpvalidate: %v\n", err)
-		}
+	rep, ok := loadAndCheck(c, args, stderr)
+	if !ok {
 		return exitUsage
-	}
-	rep := validateFiles(files)
-	rep.notes = notes
-	for _, err := range rep.ioErrors {
-		fmt.Fprintf(stderr, "cpvalidate: %v\n", err)
 	}
 	if o.explore || o.exploreAll {
 		for _, n := range exploreSmall(rep, o.exploreStates, o.exploreAll) {
@@ -188,6 +177,29 @@ func runValidate(c *command, opts any, args []string, stdout, stderr io.Writer) 
 		return exitUsage
 	}
 	return rep.exitCode()
+}
+
+// loadAndCheck expands the command line's paths, then loads and checks
+// every policy file (validateFiles), saying on stderr what the walks
+// skipped and what could not be read. It reports false when a path
+// cannot be used at all.
+func loadAndCheck(c *command, args []string, stderr io.Writer) (*report, bool) {
+	files, notes, errs := expandPaths(args)
+	for _, n := range notes {
+		fmt.Fprintf(stderr, "%s: note: %s\n", c.fullName(), n)
+	}
+	if len(errs) > 0 {
+		for _, err := range errs {
+			fmt.Fprintf(stderr, "%s: %v\n", c.fullName(), err)
+		}
+		return nil, false
+	}
+	rep := validateFiles(files)
+	rep.notes = notes
+	for _, err := range rep.ioErrors {
+		fmt.Fprintf(stderr, "%s: %v\n", c.fullName(), err)
+	}
+	return rep, true
 }
 
 // expandPaths turns the command line's paths into policy files, in order,
