@@ -46,11 +46,12 @@ type durable struct {
 	dirty map[*conversation]struct{}
 	batch Batch
 	// sends wait for the commit; acks are the acknowledgements of inbound
-	// messages, given once their effect is committed; flushes are the
-	// Flush calls that wait for it.
+	// messages, given once their effect is committed; flushes and starts
+	// are the Flush and Start calls that wait for it.
 	sends   []outMsg
 	acks    []func()
 	flushes []chan struct{}
+	starts  []chan error
 	// outbox holds the unacknowledged messages by Seq, and byID finds
 	// them by MessageID.
 	outbox map[uint64]*OutboxEntry
@@ -74,6 +75,7 @@ type release struct {
 	sends   []outMsg
 	acks    []func()
 	flushes []chan struct{}
+	starts  []chan error
 }
 
 func newDurable() *durable {
@@ -108,11 +110,11 @@ func (w *worker) flush() {
 		d.batch.Put = append(d.batch.Put, sc)
 	}
 	clear(d.dirty)
-	if d.batch.Empty() && len(d.sends) == 0 && len(d.acks) == 0 && len(d.flushes) == 0 {
+	if d.batch.Empty() && len(d.sends) == 0 && len(d.acks) == 0 && len(d.flushes) == 0 && len(d.starts) == 0 {
 		return
 	}
-	b, r := d.batch, &release{sends: d.sends, acks: d.acks, flushes: d.flushes}
-	d.batch, d.sends, d.acks, d.flushes = Batch{}, nil, nil, nil
+	b, r := d.batch, &release{sends: d.sends, acks: d.acks, flushes: d.flushes, starts: d.starts}
+	d.batch, d.sends, d.acks, d.flushes, d.starts = Batch{}, nil, nil, nil, nil
 	d.pending++
 	w.m.inflight.Add(1)
 	w.m.commit.submit(&b, func(err error) {
@@ -155,6 +157,9 @@ func (w *worker) released() {
 		}
 		for _, f := range r.flushes {
 			f <- struct{}{}
+		}
+		for _, done := range r.starts {
+			done <- nil
 		}
 	}
 	d.pending -= len(done)

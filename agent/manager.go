@@ -252,7 +252,9 @@ func (m *Manager) program(policyName, role string) (*engine.Program, error) {
 }
 
 // Start starts a conversation and returns its id once the conversation
-// exists and has taken its first step.
+// exists and has taken its first step; with a store (WithStore), once
+// that step is committed, so that a conversation Start returned survives
+// a crash.
 func (m *Manager) Start(ctx context.Context, r StartRequest) (string, error) {
 	if m.closed.Load() {
 		return "", ErrClosed

@@ -271,7 +271,12 @@ func (w *worker) handle(in *input) {
 	case inSweep:
 		w.sweep(now)
 	case inStart:
-		in.extra.start.done <- w.start(in.conv, in.extra.start, now)
+		err := w.start(in.conv, in.extra.start, now)
+		if w.d != nil && err == nil {
+			w.d.starts = append(w.d.starts, in.extra.start.done) // answered once committed
+		} else {
+			in.extra.start.done <- err
+		}
 	case inWait:
 		w.wait(in)
 	case inStatus:

@@ -366,3 +366,58 @@ func TestAStoredMessageWaitsForATransportWithoutAnError(t *testing.T) {
 		assert.NotContains(t, err.Error(), "no transport")
 	}
 }
+
+// gatedStore holds every Commit until the test opens the gate.
+type gatedStore struct {
+	agent.Store
+	gate chan struct{}
+}
+
+func (g gatedStore) Commit(b *agent.Batch) error {
+	<-g.gate
+	return g.Store.Commit(b)
+}
+
+// TestStartReturnsOnceItsFirstStepIsCommitted: Start used to return the
+// id before the commit, so a conversation whose id the caller had could
+// be gone after a crash.
+func TestStartReturnsOnceItsFirstStepIsCommitted(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "alice.db")
+	st, err := bolt.Open(path)
+	require.NoError(t, err)
+	defer st.Close()
+	g := gatedStore{Store: st, gate: make(chan struct{})}
+	m, err := agent.NewManager("alice", agent.WithStore(g), agent.WithLogger(nil), agent.WithDecider(initiator), agent.WithTransport(dropTransport{}))
+	require.NoError(t, err)
+	defer m.Close(context.Background())
+	open := sync.OnceFunc(func() { close(g.gate) })
+	defer open() // before Close, which waits for the commit
+	p, err := policies.Load("fipa-request")
+	require.NoError(t, err)
+	require.NoError(t, m.Register(p))
+	started := make(chan string, 1)
+	go func() {
+		id, err := m.Start(context.Background(), agent.StartRequest{Policy: "fipa-request", Role: "Initiator", Peers: map[string][]string{"Participant": {"bob"}}})
+		assert.NoError(t, err)
+		started <- id
+	}()
+	select {
+	case <-started:
+		t.Fatal("Start returned before its commit")
+	case <-time.After(100 * time.Millisecond):
+	}
+	open()
+	id := <-started
+	loaded, err := st.Load()
+	require.NoError(t, err)
+	var ids []string
+	for _, sc := range loaded.Conversations {
+		ids = append(ids, sc.ID)
+	}
+	assert.Contains(t, ids, id)
+}
+
+// dropTransport accepts every message and delivers none.
+type dropTransport struct{}
+
+func (dropTransport) Send(context.Context, *forms.Message) error { return nil }
