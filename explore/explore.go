@@ -97,7 +97,7 @@ func (r *Report) Diagnostics(p *policy.Policy) policy.Diagnostics {
 			what = fmt.Sprintf("the bound of %d states", r.MaxStates)
 		}
 		ds = append(ds, policy.Diagnostic{Severity: severity(CodeBound), Code: CodeBound, Pos: p.Pos,
-			Message: fmt.Sprintf("exploration stopped at %s after %d states: behaviours beyond it were not checked (raise it with -max-states or -buffer)", what, r.States)})
+			Message: fmt.Sprintf("exploration stopped at %s after %d states: behaviours beyond it were not checked (raise the bound to check them)", what, r.States)})
 	}
 	ds.Sort()
 	return ds

@@ -286,9 +286,16 @@ func (x *explorer) orphan(nd *node, steps []Step, f flight, to int, before strin
 				break
 			}
 		}
+		when := fmt.Sprintf("after its timer %s fired in state %s", q(timer), q(from))
+		if timer == "" {
+			// Another timer due at the same time fired first: the message
+			// arrives at the deadline, before the receiver's own timer.
+			from = sessionState(pe.State, sender.agent)
+			when = fmt.Sprintf("in state %s at its deadline", q(from))
+		}
 		d := policy.Diagnostic{Code: CodeTimeoutRace, Pos: f.pos,
-			Message: fmt.Sprintf("%s sent by %s can reach %s after its timer %s fired in state %s: sent in time, it is rejected as late (%s) and the two roles go on as if it had not been sent; if it matters, have the timeout lead to a state that still accepts it",
-				q(f.name), q(sender.role), q(recv.role), q(timer), q(from), errorName(pe.Code))}
+			Message: fmt.Sprintf("%s sent by %s can reach %s %s: sent in time, it is rejected as late (%s) and the two roles go on as if it had not been sent; if it matters, have the timeout lead to a state that still accepts it",
+				q(f.name), q(sender.role), q(recv.role), when, errorName(pe.Code))}
 		d.Related = x.timeoutRelated(from, timer)
 		x.record(fmt.Sprintf("%s|%s|%s", CodeTimeoutRace, recv.role, f.name), d, w)
 		return
