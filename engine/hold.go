@@ -99,7 +99,7 @@ func (h *Handler) holdable(m *forms.Message) bool {
 	}
 	var seen []bool
 	for r := range pr.roles {
-		if r == pr.roleIdx || !h.mayBe(r, m.Sender) || h.receivesFrom(cur, r) {
+		if r == pr.roleIdx || !h.mayBe(r, m.Sender) || receivesFrom(pr, cur, r) {
 			continue
 		}
 		if seen == nil {
@@ -107,7 +107,22 @@ func (h *Handler) holdable(m *forms.Message) bool {
 		} else {
 			clear(seen)
 		}
-		if h.takesLater(cur, r, m, seen) {
+		if pr.takesLater(cur, r, m, seen) {
+			return true
+		}
+	}
+	return false
+}
+
+// opensLater reports whether a handler in the initial state would hold
+// m: the first message of a conversation may be one the role takes later.
+func (pr *Program) opensLater(m *forms.Message) bool {
+	if !pr.multiPeer {
+		return false
+	}
+	first := int32(pr.initial)
+	for r := range pr.roles {
+		if r != pr.roleIdx && !receivesFrom(pr, first, r) && pr.takesLater(first, r, m, make([]bool, len(pr.states))) {
 			return true
 		}
 	}
@@ -116,8 +131,7 @@ func (h *Handler) holdable(m *forms.Message) bool {
 
 // takesLater reports whether a state reachable from st without a send to
 // role r takes m from r; seen marks the states visited.
-func (h *Handler) takesLater(st int32, r int, m *forms.Message, seen []bool) bool {
-	pr := h.prog
+func (pr *Program) takesLater(st int32, r int, m *forms.Message, seen []bool) bool {
 	stack := []int32{st}
 	seen[st] = true
 	for len(stack) > 0 {
@@ -154,9 +168,10 @@ func (h *Handler) mayBe(r int, agent string) bool {
 	return !slices.Contains(h.peers, agent)
 }
 
-// receivesFrom reports whether state st receives a message from role r.
-func (h *Handler) receivesFrom(st int32, r int) bool {
-	sp := &h.prog.states[st]
+// receivesFrom reports whether state st of pr receives a message from
+// role r.
+func receivesFrom(pr *Program, st int32, r int) bool {
+	sp := &pr.states[st]
 	for k := range sp.recvs {
 		if sp.recvs[k].peer == r {
 			return true

@@ -627,3 +627,25 @@ func TestReplyCrossingTheDeadline(t *testing.T) {
 	}
 	assert.Equal(t, map[string]string{"buyer1": "bought|quit|timeout", "buyer2": "timeout", "seller": "timeout"}, got)
 }
+
+// TestOpensWithAnEarlyMessage checks that a message the initial state
+// would hold opens a conversation: Buyer1's share may be the first
+// message Buyer2 hears of it.
+func TestOpensWithAnEarlyMessage(t *testing.T) {
+	pr := multipartyProgram(t, "two-buyer", "Buyer2")
+	for _, tc := range []struct {
+		name string
+		m    *forms.Message
+		want bool
+	}{
+		{"the quote it takes first", quote(10), true},
+		{"the share it holds", share(4), true},
+		{"a message no state takes", from("Buyer1", "agree", nil), false},
+		{"any inform from the Seller, of the quote's form", from("Seller", "inform", map[string]any{"date": "d"}), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, pr.Opens(tc.m))
+		})
+	}
+	assert.False(t, program(t, "fipa-request", "Participant").Opens(&forms.Message{Performative: "cancel", Sender: "alice"}), "a role with one peer opens only with what its initial state takes")
+}

@@ -428,14 +428,16 @@ func (pr *Program) Peers() []string {
 }
 
 // Opens reports whether m starts a conversation of this program: a
-// message the program's initial state accepts from a peer.
+// message the program's initial state accepts from a peer, or, for a role
+// with two or more peers, one its handler would hold there for a later
+// state (see MaxHeld).
 func (pr *Program) Opens(m *forms.Message) bool {
 	for _, t := range pr.states[pr.initial].recvs {
 		if pr.msgs[t.msg].form.Matches(m) {
 			return true
 		}
 	}
-	return false
+	return pr.opensLater(m)
 }
 
 // RespondsFirst reports whether the program's role receives, rather than
