@@ -117,7 +117,8 @@ func (w *worker) message(msg *forms.Message, ack func(), now time.Time) {
 			}
 		}
 	}
-	if c == nil {
+	fresh := c == nil
+	if fresh {
 		if c = w.accept(msg, now); c == nil {
 			return
 		}
@@ -136,8 +137,27 @@ func (w *worker) message(msg *forms.Message, ack func(), now time.Time) {
 		ev = new(engine.MessageEvent) // an observer may keep it
 	}
 	*ev = engine.MessageEvent{At: now, Message: msg}
-	w.process(c, ev, now)
+	refused := w.process(c, ev, now)
 	*ev = engine.MessageEvent{}
+	if fresh && refused && !c.h.Done() {
+		// The policy refused the message that opened the conversation (a
+		// guard on its first transition, say): nothing would ever end it.
+		w.discard(c)
+	}
+}
+
+// discard forgets a conversation that never got under way.
+func (w *worker) discard(c *conversation) {
+	w.timers.clear(c)
+	w.stopDecisions(c)
+	if c.opener != "" {
+		w.m.release(c.opener)
+	}
+	w.remove(c.id)
+	if w.d != nil {
+		w.d.forget(c)
+	}
+	w.log(c, slog.LevelInfo, "conversation dropped: the policy refused its opening message")
 }
 
 // accept starts a conversation for a message that opens one: its protocol
@@ -256,8 +276,9 @@ func (w *worker) report(msg *forms.Message, code engine.ErrorCode, reason string
 // accepted from a message, only started by the parent's LoadCPEvent.
 func isChild(id string) bool { return strings.Contains(id, "/") }
 
-// process feeds one input event to c's handler and dispatches the outputs.
-func (w *worker) process(c *conversation, ev engine.Event, now time.Time) {
+// process feeds ev to c's handler and carries out its outputs. It
+// reports whether the handler refused ev, a message, without applying it.
+func (w *worker) process(c *conversation, ev engine.Event, now time.Time) (refused bool) {
 	m := w.m
 	if m.o.observer != nil {
 		w.observe(c, ev, true, nil)
@@ -267,9 +288,17 @@ func (w *worker) process(c *conversation, ev engine.Event, now time.Time) {
 	defer w.putQueue(q)
 	if err := c.h.Process(ev, q); err != nil {
 		w.log(c, slog.LevelError, "processing failed", "error", err)
-		return
+		return false
+	}
+	if me, ok := ev.(*engine.MessageEvent); ok {
+		for _, out := range q.Events() {
+			if pe, ok := out.(*engine.ProtocolErrorEvent); ok && pe.Message == me.Message && !pe.Applied {
+				refused = true
+			}
+		}
 	}
 	w.dispatch(c, q, now)
+	return refused
 }
 
 func (w *worker) observe(c *conversation, ev engine.Event, input bool, err error) {

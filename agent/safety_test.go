@@ -589,3 +589,47 @@ func TestATimerLoopWithoutTimePassingIsAborted(t *testing.T) {
 	assert.Equal(t, engine.OutcomeAborted, outcome)
 	assert.ErrorContains(t, err, "without time passing")
 }
+
+const guardedOpening = `policy: guarded
+version: 1
+roles: {A: {}, B: {}}
+messages:
+  ping: {performative: request, fields: {n: number}}
+  pong: {performative: inform}
+timers:
+  wait: {after: 10s}
+states:
+  start:
+    - {send: ping, from: A, to: B, next: pinged, guard: content.n > 0}
+  pinged:
+    arm: wait
+    on:
+      - {send: pong, from: B, to: A, next: done}
+      - {timeout: wait, next: done}
+  done: {terminal: done}
+`
+
+// TestAConversationWhoseOpeningMessageIsRefusedIsNotKept: a message that
+// opens a conversation but fails the guard of its first transition used
+// to leave a conversation in its first state that nothing would end.
+func TestAConversationWhoseOpeningMessageIsRefusedIsNotKept(t *testing.T) {
+	p, ds := policy.LoadYAML("guarded.yaml", []byte(guardedOpening))
+	require.False(t, ds.HasErrors(), "%v", ds)
+	w := newWorld(t)
+	b := w.agent("b", nil)
+	require.NoError(t, b.Register(p))
+	msg := &forms.Message{Performative: "request", Sender: "a", Receivers: []string{"b"}, ConversationID: "c1", Protocol: "guarded", ReplyWith: "c1/a#1", Content: map[string]any{"n": -1.0}}
+	require.NoError(t, b.Deliver("a", msg))
+	require.NoError(t, b.Flush(context.Background()))
+	assert.NotEmpty(t, w.rec.codes(), "the refusal is reported")
+	assert.Zero(t, b.Len(), "no conversation is kept")
+	_, err := b.Status(context.Background(), "c1")
+	assert.ErrorIs(t, err, agent.ErrNoConversation)
+
+	// The same conversation opened properly goes ahead.
+	msg = &forms.Message{Performative: "request", Sender: "a", Receivers: []string{"b"}, ConversationID: "c1", Protocol: "guarded", ReplyWith: "c1/a#2", Content: map[string]any{"n": 1.0}}
+	require.NoError(t, b.Deliver("a", msg))
+	st, err := b.Status(context.Background(), "c1")
+	require.NoError(t, err)
+	assert.Equal(t, "pinged", st.States[""])
+}
