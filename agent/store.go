@@ -13,9 +13,13 @@ import (
 // leaves; Resume loads it all back. store/bolt is the embedded default,
 // on one bbolt file.
 //
-// Commit must be atomic (all of a Batch or nothing) and, when the store
-// says it syncs, durable when it returns. Load and Commit are called from
-// one goroutine at a time.
+// Commit must be atomic for each root conversation: all or nothing of
+// what a Batch holds for a root and its children (their Put and Delete,
+// and the outbox entries of their messages), since an input changes one
+// root's conversations only. store/bolt commits a whole Batch at once;
+// store/natskv, one root at a time. A Commit is durable when it returns,
+// when the store says it syncs. Load and Commit are called from one
+// goroutine at a time.
 type Store interface {
 	// Load returns everything stored. A store that finds records it
 	// cannot read returns the readable ones and an error naming the file
