@@ -25,9 +25,11 @@
 //     explored.
 //   - Timers fire at their deadlines, in deadline order (timers due
 //     together in every order); time moves only when one fires.
-//   - Child policies: an in-child state's child ends with each outcome
-//     the state has a child-return transition for, the same one for every
-//     parent of one run.
+//   - Child policies: a child run (its policy and the agents it binds)
+//     ends once every parent has started it, with each outcome the
+//     in-child state has a child-return transition for, for every parent
+//     at once: the child's own messages are not explored (explore the
+//     child policy for them).
 //   - Many roles: WithInstances agents (DefaultInstances, 2) play a many
 //     role, named after the role with a number ("Participant1").
 //

@@ -130,24 +130,28 @@ const conversation = "explore"
 // sender and receiver, of at most the buffer bound each), and visits
 // every global state reachable by any order of deliveries, any choice a
 // decider can make at each decision point, any order of timers due
-// together and any outcome of a child policy, breadth first, up to the
-// state bound. It reports deadlocks (CP101), orphan messages (CP102),
-// roles left unfinished (CP103), replies that cross the waiting role's
-// deadline (CP104) and commitments open at a terminal state (CP105),
-// each with its shortest witness.
+// together and any outcome of a child policy (which ends for all its
+// parents at once), breadth first, up to the state bound. It reports
+// deadlocks (CP101), orphan messages (CP102), roles left unfinished
+// (CP103), replies that cross the waiting role's deadline (CP104),
+// commitments open at a terminal state (CP105), waits no timer bounds
+// (CP106) and runs that reach the policy's run budget (CP107), each
+// with its shortest witness.
 //
 // A many role is played by WithInstances agents. Time is virtual: it
 // moves only when a timer fires, and a message may be delivered at any
 // time after it was sent. A decision's content is made up from its
-// message type: one value for each required field (see Explore's
-// package doc); a choice whose guard this content fails is not explored.
+// message type: one value for each required field (see the package
+// doc); a choice whose guard this content fails is not explored.
 //
 // Cost: each visited state costs one step for every message that can be
 // delivered, every choice open and every timer due, so the time grows
 // as states times steps per state, and the states as the policy's
 // global states times the ways its channels can be filled (up to the
 // buffer bound per channel). The states visited and the report are
-// bounded by the options.
+// bounded by the options; the memory is that of the states visited
+// (each handler's snapshot, shared between states that did not change
+// it) and of the queue of states still to visit.
 func Explore(c *engine.Compiled, opts ...Option) (*Report, error) {
 	if c == nil {
 		return nil, errors.New("explore: no compiled policy")
@@ -345,14 +349,6 @@ type load struct {
 	state string // the parent's state that runs it
 }
 
-// decided is a child policy run whose outcome was chosen for one of its
-// parents: the others get the same.
-type decided struct {
-	key     string
-	outcome string
-	left    int
-}
-
 // world is a global state: every handler (as its snapshot), the channels,
 // the timers, the open decisions and the child policies running. A world
 // is never changed once built; a step builds a new one sharing what it
@@ -366,7 +362,6 @@ type world struct {
 	timers []armed
 	asks   []ask
 	loads  []load
-	kids   []decided
 	now    time.Duration // since the start
 	serial int
 }
@@ -381,7 +376,6 @@ func (w *world) clone() *world {
 	c.timers = slices.Clone(w.timers)
 	c.asks = slices.Clone(w.asks)
 	c.loads = slices.Clone(w.loads)
-	c.kids = slices.Clone(w.kids)
 	return &c
 }
 
@@ -413,9 +407,6 @@ func (w *world) key(x *explorer) [sha256.Size]byte {
 	}
 	for _, l := range w.loads {
 		fmt.Fprintf(h, "l%d:%s:%s;", l.inst, l.key, l.ev.Session)
-	}
-	for _, k := range w.kids {
-		fmt.Fprintf(h, "k%s:%s:%d;", k.key, k.outcome, k.left)
 	}
 	var out [sha256.Size]byte
 	h.Sum(out[:0])

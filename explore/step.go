@@ -61,9 +61,10 @@ func (x *explorer) successors(nd *node) ([]successor, error) {
 			}
 		}
 	}
-	for k := range w.loads {
-		for _, o := range x.outcomes(w, &w.loads[k]) {
-			s, err := x.childEnds(nd, k, o)
+	for _, key := range x.ready(w) {
+		l := &w.loads[slices.IndexFunc(w.loads, func(l load) bool { return l.key == key })]
+		for _, o := range x.outcomes(l) {
+			s, err := x.childEnds(nd, key, o)
 			if err != nil {
 				return nil, err
 			}
@@ -255,17 +256,11 @@ func (x *explorer) fire(nd *node, k int) (successor, error) {
 	return successor{w: w, steps: steps, blocked: res.blocked}, nil
 }
 
-// outcomes returns the outcomes the k-th child run may end with: the
-// one already chosen for another parent of the same run, or every
-// outcome the parent's state returns on.
-func (x *explorer) outcomes(w *world, l *load) []string {
-	for _, d := range w.kids {
-		if d.key == l.key {
-			return []string{d.outcome}
-		}
-	}
+// outcomes returns the outcomes a child run may end with: every outcome
+// the state of its first parent returns on.
+func (x *explorer) outcomes(l *load) []string {
 	var out []string
-	if st := x.p.State(l.state); st != nil {
+	if st := x.p.State(firstName(l.state)); st != nil {
 		for _, t := range st.Transitions {
 			if t.Kind == policy.ChildReturn && !slices.Contains(out, t.Outcome) {
 				out = append(out, t.Outcome)
@@ -275,33 +270,62 @@ func (x *explorer) outcomes(w *world, l *load) []string {
 	return out
 }
 
-// childEnds ends the k-th child run with outcome.
-func (x *explorer) childEnds(nd *node, k int, outcome string) (successor, error) {
-	w := nd.w.clone()
-	l := w.loads[k]
-	w.loads = slices.Delete(w.loads, k, k+1)
-	if j := slices.IndexFunc(w.kids, func(d decided) bool { return d.key == l.key }); j >= 0 {
-		if w.kids[j].left--; w.kids[j].left <= 0 {
-			w.kids = slices.Delete(w.kids, j, j+1)
+// ready returns the child runs every parent has loaded, each by its key,
+// in the order their first parent loaded them.
+func (x *explorer) ready(w *world) []string {
+	var keys []string
+	for k := range w.loads {
+		l := &w.loads[k]
+		if slices.Contains(keys, l.key) {
+			continue
 		}
-	} else if left := x.parents(&l.ev) - 1; left > 0 {
-		w.kids = append(w.kids, decided{key: l.key, outcome: outcome, left: left})
+		n := 0
+		for _, m := range w.loads {
+			if m.key == l.key {
+				n++
+			}
+		}
+		if n >= x.parents(&l.ev) {
+			keys = append(keys, l.key)
+		}
 	}
-	h, err := x.restore(w, l.inst)
-	if err != nil {
-		return successor{}, err
+	return keys
+}
+
+// childEnds ends the child run key with outcome for every parent, one
+// after the other in the order they loaded it: the run is over for all
+// of them before anything else happens.
+func (x *explorer) childEnds(nd *node, key, outcome string) (successor, error) {
+	w := nd.w.clone()
+	var runs []load
+	w.loads = slices.DeleteFunc(w.loads, func(l load) bool {
+		if l.key == key {
+			runs = append(runs, l)
+			return true
+		}
+		return false
+	})
+	var steps []Step
+	blocked := false
+	for _, l := range runs {
+		h, err := x.restore(w, l.inst)
+		if err != nil {
+			return successor{}, err
+		}
+		x.q.Reset()
+		if err := h.Process(&engine.CPDoneEvent{At: x.start.Add(w.now), Policy: l.ev.Policy, Outcome: outcome, Session: l.ev.Session, Epoch: l.ev.Epoch}, &x.q); err != nil {
+			return successor{}, err
+		}
+		first := len(steps)
+		steps = append(steps, Step{Kind: StepChild, Agent: x.insts[l.inst].agent, Role: x.insts[l.inst].role, Child: l.ev.Policy, Outcome: outcome, From: l.state, At: Offset(w.now)})
+		res, err := x.absorb(w, l.inst, h, "", nil, &steps)
+		if err != nil {
+			return successor{}, err
+		}
+		steps[first].State = w.states[l.inst]
+		blocked = blocked || res.blocked
 	}
-	x.q.Reset()
-	if err := h.Process(&engine.CPDoneEvent{At: x.start.Add(w.now), Policy: l.ev.Policy, Outcome: outcome, Session: l.ev.Session, Epoch: l.ev.Epoch}, &x.q); err != nil {
-		return successor{}, err
-	}
-	steps := []Step{{Kind: StepChild, Agent: x.insts[l.inst].agent, Role: x.insts[l.inst].role, Child: l.ev.Policy, Outcome: outcome, From: l.state, At: Offset(w.now)}}
-	res, err := x.absorb(w, l.inst, h, "", nil, &steps)
-	if err != nil {
-		return successor{}, err
-	}
-	steps[0].State = w.states[l.inst]
-	return successor{w: w, steps: steps, blocked: res.blocked}, nil
+	return successor{w: w, steps: steps, blocked: blocked}, nil
 }
 
 // parents counts the handlers of this exploration that run the child
