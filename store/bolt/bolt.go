@@ -196,6 +196,7 @@ func (s *Store) Load() (st *agent.Stored, err error) {
 	st = &agent.Stored{}
 	var bad []error
 	convs := map[string]agent.StoredConversation{}
+	out := map[uint64]agent.OutboxEntry{}
 	err = s.db.View(func(tx *bbolt.Tx) error {
 		if err := tx.Bucket(bucketConversations).ForEach(func(k, v []byte) error {
 			sc, err := decodeConversation(v)
@@ -208,7 +209,21 @@ func (s *Store) Load() (st *agent.Stored, err error) {
 		}); err != nil {
 			return err
 		}
-		if err := tx.Bucket(bucketLog).ForEach(func(k, v []byte) error {
+		if err := tx.Bucket(bucketOutbox).ForEach(func(k, v []byte) error {
+			if len(k) != 8 {
+				bad = append(bad, fmt.Errorf("outbox entry %x: unreadable record", k))
+				return nil
+			}
+			if e, ok := decodeOutbox(binary.BigEndian.Uint64(k), v); ok {
+				out[e.Seq] = e
+			} else {
+				bad = append(bad, fmt.Errorf("outbox entry %x: unreadable record", k))
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketLog).ForEach(func(k, v []byte) error {
 			e, err := decodeEntry(v)
 			if err != nil || len(k) != 8 {
 				bad = append(bad, fmt.Errorf("log entry %x: unreadable record", k))
@@ -225,17 +240,16 @@ func (s *Store) Load() (st *agent.Stored, err error) {
 			for _, id := range e.del {
 				delete(convs, id)
 			}
-			return nil
-		}); err != nil {
-			return err
-		}
-		return tx.Bucket(bucketOutbox).ForEach(func(k, v []byte) error {
-			var e agent.OutboxEntry
-			if len(k) != 8 || json.Unmarshal(v, &e) != nil || e.Message == nil || e.Seq != binary.BigEndian.Uint64(k) {
-				bad = append(bad, fmt.Errorf("outbox entry %x: unreadable record", k))
-				return nil
+			for _, o := range e.out {
+				if oe, ok := decodeOutbox(o.seq, o.json); ok {
+					out[o.seq] = oe
+				} else {
+					bad = append(bad, fmt.Errorf("log entry %x: unreadable outbox entry %d", k, o.seq))
+				}
 			}
-			st.Outbox = append(st.Outbox, e)
+			for _, seq := range e.acked {
+				delete(out, seq)
+			}
 			return nil
 		})
 	})
@@ -245,47 +259,33 @@ func (s *Store) Load() (st *agent.Stored, err error) {
 	for _, id := range slices.Sorted(maps.Keys(convs)) {
 		st.Conversations = append(st.Conversations, convs[id])
 	}
+	for _, seq := range slices.Sorted(maps.Keys(out)) {
+		st.Outbox = append(st.Outbox, out[seq])
+	}
 	if len(bad) > 0 {
 		return st, fmt.Errorf("store %s: %w", s.path, errors.Join(bad...))
 	}
 	return st, nil
 }
 
-// Commit applies b in one transaction: the conversations it puts and
-// deletes go to the log as one entry (and the log into the conversations
-// when it has grown to the checkpoint size), then the outbox's Send,
-// Update and Acked.
+// Commit applies b in one transaction: all it changes goes to the log as
+// one entry, and the log into the tables of conversations and outbox
+// when it has grown to the checkpoint size.
 func (s *Store) Commit(b *agent.Batch) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var rec []byte
-	if len(b.Put)+len(b.Delete) > 0 {
-		s.buf = appendEntry(s.buf[:0], b.Put, b.Delete)
-		rec = s.buf
+	if b.Empty() {
+		return nil
 	}
+	rec, err := appendEntry(s.buf[:0], b)
+	if err != nil {
+		return fmt.Errorf("store %s: %w", s.path, err)
+	}
+	s.buf = rec
 	fold := s.logged+len(rec) >= s.checkpoint
-	err := s.db.Update(func(tx *bbolt.Tx) error {
-		if rec != nil {
-			if err := tx.Bucket(bucketLog).Put(seqKey(s.seq+1), rec); err != nil {
-				return err
-			}
-		}
-		outbox := tx.Bucket(bucketOutbox)
-		for _, list := range [][]agent.OutboxEntry{b.Send, b.Update} {
-			for i := range list {
-				v, err := json.Marshal(&list[i])
-				if err != nil {
-					return fmt.Errorf("outbox entry %d: %w", list[i].Seq, err)
-				}
-				if err := outbox.Put(seqKey(list[i].Seq), v); err != nil {
-					return err
-				}
-			}
-		}
-		for _, seq := range b.Acked {
-			if err := outbox.Delete(seqKey(seq)); err != nil {
-				return err
-			}
+	err = s.db.Update(func(tx *bbolt.Tx) error {
+		if err := tx.Bucket(bucketLog).Put(seqKey(s.seq+1), rec); err != nil {
+			return err
 		}
 		if fold {
 			return foldLog(tx)
@@ -295,9 +295,7 @@ func (s *Store) Commit(b *agent.Batch) error {
 	if err != nil {
 		return fmt.Errorf("store %s: %w", s.path, err)
 	}
-	if rec != nil {
-		s.seq++
-	}
+	s.seq++
 	s.logged += len(rec)
 	if fold {
 		s.logged = 0
@@ -305,12 +303,14 @@ func (s *Store) Commit(b *agent.Batch) error {
 	return nil
 }
 
-// foldLog applies the log to the conversations, each conversation's last
-// record once, and empties the log. An entry it cannot read stays in the
+// foldLog applies the log to the conversations and the outbox, each
+// conversation's and each outbox entry's last record once, and empties
+// the log: a message sent and acknowledged within the log's life never
+// reaches the outbox table. An entry it cannot read stays in the
 // log, for Load to report.
 func foldLog(tx *bbolt.Tx) error {
-	log, convs := tx.Bucket(bucketLog), tx.Bucket(bucketConversations)
-	last := map[string][]byte{}
+	log, convs, outbox := tx.Bucket(bucketLog), tx.Bucket(bucketConversations), tx.Bucket(bucketOutbox)
+	last, sent := map[string][]byte{}, map[uint64][]byte{}
 	var gone, kept [][]byte
 	if err := log.ForEach(func(k, v []byte) error {
 		e, err := decodeEntry(v)
@@ -329,6 +329,15 @@ func foldLog(tx *bbolt.Tx) error {
 				return err
 			}
 		}
+		for _, o := range e.out {
+			sent[o.seq] = o.json
+		}
+		for _, seq := range e.acked {
+			delete(sent, seq)
+			if err := outbox.Delete(seqKey(seq)); err != nil {
+				return err
+			}
+		}
 		gone = append(gone, k)
 		return nil
 	}); err != nil {
@@ -336,6 +345,11 @@ func foldLog(tx *bbolt.Tx) error {
 	}
 	for id, rec := range last {
 		if err := convs.Put([]byte(id), bytes.Clone(rec)); err != nil {
+			return err
+		}
+	}
+	for seq, v := range sent {
+		if err := outbox.Put(seqKey(seq), bytes.Clone(v)); err != nil {
 			return err
 		}
 	}
@@ -352,6 +366,15 @@ func foldLog(tx *bbolt.Tx) error {
 	}
 	_, err := tx.CreateBucket(bucketLog)
 	return err
+}
+
+// decodeOutbox decodes the JSON of outbox entry seq.
+func decodeOutbox(seq uint64, v []byte) (agent.OutboxEntry, bool) {
+	var e agent.OutboxEntry
+	if json.Unmarshal(v, &e) != nil || e.Message == nil || e.Seq != seq {
+		return agent.OutboxEntry{}, false
+	}
+	return e, true
 }
 
 func seqKey(seq uint64) []byte { return binary.BigEndian.AppendUint64(nil, seq) }

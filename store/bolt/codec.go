@@ -2,7 +2,9 @@ package bolt
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/parleyhq/parley/agent"
@@ -11,10 +13,10 @@ import (
 // The records of format 2 are binary: a conversation is its fields in
 // a fixed order, each string and byte slice as a uvarint length and its
 // bytes, each number as a uvarint, the end time as Unix nanoseconds
-// (0 for none). A log entry is the conversations a commit put and the
-// ids it deleted, each list as a uvarint count and its items. JSON (of
-// format 1) spent a third of a commit's time, and base64 made the
-// handler's snapshot a third longer.
+// (0 for none). A log entry is what a commit changed (see appendEntry),
+// each list as a uvarint count and its items. JSON (of format 1) spent a
+// third of a commit's time, and base64 made the handler's snapshot a
+// third longer. Outbox entries stay JSON, for their messages' content.
 
 // maxField bounds one string or byte slice of a record (16 MiB): a
 // corrupt length is an unreadable record, not an allocation.
@@ -46,20 +48,37 @@ func appendConversation(b []byte, sc *agent.StoredConversation) []byte {
 	return b
 }
 
-// appendEntry encodes the conversations a commit puts, each record
-// behind its length, and the ids it deletes.
-func appendEntry(b []byte, put []agent.StoredConversation, del []string) []byte {
-	b = binary.AppendUvarint(b, uint64(len(put)))
+// appendEntry encodes what a commit changes: the conversations it puts,
+// each record behind its length, the ids it deletes, the outbox entries
+// it adds or replaces (their JSON, as the outbox table holds them) and
+// the sequence numbers of those it removes.
+func appendEntry(b []byte, c *agent.Batch) ([]byte, error) {
+	b = binary.AppendUvarint(b, uint64(len(c.Put)))
 	var rec []byte
-	for i := range put {
-		rec = appendConversation(rec[:0], &put[i])
+	for i := range c.Put {
+		rec = appendConversation(rec[:0], &c.Put[i])
 		b = append(binary.AppendUvarint(b, uint64(len(rec))), rec...)
 	}
-	b = binary.AppendUvarint(b, uint64(len(del)))
-	for _, id := range del {
+	b = binary.AppendUvarint(b, uint64(len(c.Delete)))
+	for _, id := range c.Delete {
 		b = appendString(b, id)
 	}
-	return b
+	b = binary.AppendUvarint(b, uint64(len(c.Send)+len(c.Update)))
+	for _, list := range [][]agent.OutboxEntry{c.Send, c.Update} {
+		for i := range list {
+			v, err := json.Marshal(&list[i])
+			if err != nil {
+				return nil, fmt.Errorf("outbox entry %d: %w", list[i].Seq, err)
+			}
+			b = binary.AppendUvarint(b, list[i].Seq)
+			b = append(binary.AppendUvarint(b, uint64(len(v))), v...)
+		}
+	}
+	b = binary.AppendUvarint(b, uint64(len(c.Acked)))
+	for _, seq := range c.Acked {
+		b = binary.AppendUvarint(b, seq)
+	}
+	return b, nil
 }
 
 // reader decodes a record; its first error sticks.
@@ -158,11 +177,19 @@ func decodeConversation(b []byte) (agent.StoredConversation, error) {
 	return sc, r.err
 }
 
-// entry is a decoded log entry: the records it puts, undecoded, and the
-// ids it deletes.
+// entry is a decoded log entry: the conversation records it puts,
+// undecoded, the ids it deletes, the outbox entries it puts (by sequence
+// number, their JSON) and those it removes.
 type entry struct {
-	put [][]byte
-	del []string
+	put   [][]byte
+	del   []string
+	out   []outRecord
+	acked []uint64
+}
+
+type outRecord struct {
+	seq  uint64
+	json []byte
 }
 
 // decodeEntry splits a log entry into its records; it decodes none of
@@ -182,6 +209,19 @@ func decodeEntry(b []byte) (entry, error) {
 		e.del = make([]string, 0, n)
 		for range n {
 			e.del = append(e.del, r.string())
+		}
+	}
+	if n := r.count(); n > 0 {
+		e.out = make([]outRecord, 0, n)
+		for range n {
+			seq := r.uvarint()
+			e.out = append(e.out, outRecord{seq: seq, json: r.bytes()})
+		}
+	}
+	if n := r.count(); n > 0 {
+		e.acked = make([]uint64, 0, n)
+		for range n {
+			e.acked = append(e.acked, r.uvarint())
 		}
 	}
 	if r.err == nil && len(r.b) > 0 {

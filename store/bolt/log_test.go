@@ -12,11 +12,13 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/parleyhq/parley/agent"
+	"github.com/parleyhq/parley/forms"
 	"github.com/parleyhq/parley/store/bolt"
 )
 
 // TestTheLogAndItsCheckpointsLoadWhatWasCommitted commits puts, puts
-// again and deletes, reopening the file now and then, with checkpoints
+// again and deletes of conversations, and outbox entries sent, partly
+// acknowledged and acknowledged, reopening the file now and then, with checkpoints
 // at every commit, now and then, and never, and compares what Load finds
 // with what was committed.
 func TestTheLogAndItsCheckpointsLoadWhatWasCommitted(t *testing.T) {
@@ -34,9 +36,24 @@ func TestTheLogAndItsCheckpointsLoadWhatWasCommitted(t *testing.T) {
 			s, err := bolt.Open(path, tt.opts...)
 			require.NoError(t, err)
 			want := map[string]agent.StoredConversation{}
+			wantOut := map[uint64][]string{} // seq -> pending
 			ended := time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)
 			for step := range 60 {
 				var b agent.Batch
+				for k := range 2 {
+					seq := uint64(step*2 + k + 1)
+					msg := &forms.Message{Performative: "inform", Sender: "a", Receivers: []string{"b", "c"}, ConversationID: "c1", ReplyWith: fmt.Sprintf("c1/a#%d", seq)}
+					b.Send = append(b.Send, agent.OutboxEntry{Seq: seq, Conversation: "c1", Message: msg, Pending: []string{"b", "c"}})
+					wantOut[seq] = []string{"b", "c"}
+				}
+				if step >= 3 { // an older entry acknowledged by one receiver, one by both
+					seq := uint64(step*2 - 5)
+					msg := &forms.Message{Performative: "inform", Sender: "a", Receivers: []string{"b", "c"}, ConversationID: "c1", ReplyWith: fmt.Sprintf("c1/a#%d", seq)}
+					b.Update = append(b.Update, agent.OutboxEntry{Seq: seq, Conversation: "c1", Message: msg, Pending: []string{"c"}})
+					wantOut[seq] = []string{"c"}
+					b.Acked = append(b.Acked, uint64(step*2-4))
+					delete(wantOut, uint64(step*2-4))
+				}
 				for k := range 4 {
 					id := fmt.Sprintf("c%d", (step*3+k)%17)
 					sc := agent.StoredConversation{ID: id, Policy: "p", Role: "A", Fingerprint: "f", Handler: fmt.Appendf(nil, `{"step":%d}`, step),
@@ -67,6 +84,12 @@ func TestTheLogAndItsCheckpointsLoadWhatWasCommitted(t *testing.T) {
 				got[sc.ID] = sc
 			}
 			require.Len(t, got, len(want))
+			gotOut := map[uint64][]string{}
+			for _, e := range st.Outbox {
+				gotOut[e.Seq] = e.Pending
+				assert.Equal(t, fmt.Sprintf("c1/a#%d", e.Seq), e.Message.ReplyWith)
+			}
+			assert.Equal(t, wantOut, gotOut, "the outbox")
 			for id, w := range want {
 				g := got[id]
 				assert.True(t, w.Ended.Equal(g.Ended), "%s ended", id)
