@@ -7,12 +7,12 @@
 //	err = m.Resume(ctx)
 //
 // Every Commit is one bbolt transaction, synced to disk (fsync) before it
-// returns, unless WithoutSync. A commit appends the conversations it
-// changed to a log, as one record under the next sequence number, so
-// that it writes a few pages however many conversations it changed;
-// once the log holds WithCheckpointSize bytes (8 MiB by default), a
-// commit folds it into the table of conversations, writing each one
-// once. Without sync, then a process that crashes loses nothing
+// returns, unless WithoutSync. A commit appends what it changed
+// (conversations and outbox entries) to a log, as one record under the
+// next sequence number, so that it writes a few pages however much it
+// changed; once the log holds WithCheckpointSize bytes (8 MiB by
+// default), a commit folds it into the tables of conversations and
+// outbox, writing each record once. Without sync, then a process that crashes loses nothing
 // (the operating system still writes the file), but a crash of the
 // machine or a power loss can lose the last commits or, as bbolt warns
 // for its NoSync mode, leave the file corrupt.
