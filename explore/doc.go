@@ -26,10 +26,12 @@
 //   - Timers fire at their deadlines, in deadline order (timers due
 //     together in every order); time moves only when one fires.
 //   - Child policies: a child run (its policy and the agents it binds)
-//     ends once every parent has started it, with each outcome the
-//     in-child state has a child-return transition for, for every parent
-//     at once: the child's own messages are not explored (explore the
-//     child policy for them).
+//     ends once every parent that has not ended has started it, with each
+//     outcome the in-child state has a child-return transition for, for
+//     every parent at once; when nothing else can happen, it ends for the
+//     parents that started it (the child's own timers would end it). The
+//     child's own messages are not explored (explore the child policy for
+//     them).
 //   - Many roles: WithInstances agents (DefaultInstances, 2) play a many
 //     role, named after the role with a number ("Participant1").
 //

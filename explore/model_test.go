@@ -155,3 +155,38 @@ func TestOptionBounds(t *testing.T) {
 	_, err = explore.Explore(nil)
 	assert.Error(t, err)
 }
+
+// A parent that ended does not hold up the child run of the others: the
+// Seller's timer may end its conversation before the order arrives, and
+// the Buyer's child still ends (a regression: it waited for the Seller
+// for ever, and the Buyer was reported unfinished, CP103).
+func TestChildRunWithoutEndedParent(t *testing.T) {
+	c := checked(t, `policy: buy-timed
+version: 1
+roles: [Buyer, Seller]
+messages:
+  order: request
+timers:
+  wait: {after: 10s}
+states:
+  start:
+    arm: wait
+    on:
+      - {send: order, from: Buyer, to: Seller, next: asking}
+      - {timeout: wait, next: expired}
+  asking:
+    child: {policy: haggle, roles: {Buyer: Buyer, Seller: Seller}}
+    on:
+      - {return: agreement, next: bought}
+      - {return: no-deal, next: off}
+  bought: {terminal: done}
+  off: {terminal: off}
+  expired: {terminal: timeout}
+`)
+	r, err := explore.Explore(c)
+	require.NoError(t, err)
+	for _, f := range r.Findings {
+		assert.NotEqual(t, explore.CodeUnfinishedRole, f.Diagnostic.Code, "%s", f.Diagnostic.Error())
+		assert.NotEqual(t, explore.CodeDeadlock, f.Diagnostic.Code, "%s", f.Diagnostic.Error())
+	}
+}

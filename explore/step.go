@@ -61,7 +61,18 @@ func (x *explorer) successors(nd *node) ([]successor, error) {
 			}
 		}
 	}
-	for _, key := range x.ready(w) {
+	keys := x.ready(w)
+	if len(out) == 0 && len(keys) == 0 {
+		// Nothing else can happen: a parent that has not started a child
+		// run never will, so the child runs on its own (its own timers
+		// end it) for each parent that has.
+		for _, l := range w.loads {
+			if !slices.Contains(keys, l.key) {
+				keys = append(keys, l.key)
+			}
+		}
+	}
+	for _, key := range keys {
 		l := &w.loads[slices.IndexFunc(w.loads, func(l load) bool { return l.key == key })]
 		for _, o := range x.outcomes(l) {
 			s, err := x.childEnds(nd, key, o)
@@ -270,8 +281,9 @@ func (x *explorer) outcomes(l *load) []string {
 	return out
 }
 
-// ready returns the child runs every parent has loaded, each by its key,
-// in the order their first parent loaded them.
+// ready returns the child runs every parent has loaded (every parent that
+// has not ended), each by its key, in the order their first parent loaded
+// them.
 func (x *explorer) ready(w *world) []string {
 	var keys []string
 	for k := range w.loads {
@@ -285,7 +297,7 @@ func (x *explorer) ready(w *world) []string {
 				n++
 			}
 		}
-		if n >= x.parents(&l.ev) {
+		if n >= x.parents(w, &l.ev) {
 			keys = append(keys, l.key)
 		}
 	}
@@ -329,11 +341,11 @@ func (x *explorer) childEnds(nd *node, key, outcome string) (successor, error) {
 }
 
 // parents counts the handlers of this exploration that run the child
-// policy ev asks for: the distinct agents it binds.
-func (x *explorer) parents(ev *engine.LoadCPEvent) int {
+// policy ev asks for and have not ended: the distinct agents it binds.
+func (x *explorer) parents(w *world, ev *engine.LoadCPEvent) int {
 	var agents []string
 	for _, a := range ev.Roles {
-		if !slices.Contains(agents, a) && x.instanceOf(a) >= 0 {
+		if i := x.instanceOf(a); i >= 0 && !w.done[i] && !slices.Contains(agents, a) {
 			agents = append(agents, a)
 		}
 	}
