@@ -88,7 +88,7 @@ func TestManyRoleInstances(t *testing.T) {
 	states := map[int]int{}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r, err := explore.Explore(c, explore.WithInstances(tt.instances), explore.WithMaxStates(3000))
+			r, err := explore.Explore(c, explore.WithInstances(tt.instances), explore.WithMaxStates(1500))
 			require.NoError(t, err)
 			assert.Equal(t, tt.instances, r.Instances)
 			assert.Equal(t, tt.want, agents(r))
