@@ -35,8 +35,16 @@ func (e *Env) ExprMeter() *policy.ExprMeter { return &e.meter }
 type Expression struct {
 	Src  *policy.Expr
 	prog *vm.Program
-	fast *presence // a native form of the expression, when it has one
+	fast *fast // a native form of the expression, when it has one
+	// readsMsg is whether the expression may read Env.Msg; when not, the
+	// caller need not build the envelope.
+	readsMsg bool
 }
+
+// ReadsMsg reports whether the expression may read the message envelope
+// (Env.Msg). When it does not, an Env without Msg evaluates it the same,
+// so a caller can skip building the envelope.
+func (p *Expression) ReadsMsg() bool { return p.readsMsg }
 
 // run is what one evaluation needs, pooled: the VM and the copy of the
 // caller's Env the program runs against.
@@ -56,7 +64,7 @@ func Compile(e *policy.Expr) (*Expression, error) {
 	if err != nil {
 		return nil, &EvalError{Expr: e, Err: err}
 	}
-	return &Expression{Src: e, prog: prog, fast: presenceOf(e.Src)}, nil
+	return &Expression{Src: e, prog: prog, fast: fastOf(e.Src), readsMsg: readsMsg(e.Src)}, nil
 }
 
 // Eval evaluates the program against env, within the expression limits:
@@ -93,7 +101,9 @@ func vmLimit(err error) error {
 // Bool evaluates the program and requires a boolean result.
 func (p *Expression) Bool(env *Env) (bool, error) {
 	if p.fast != nil {
-		return p.fast.eval(env.Content), nil
+		if v, ok := p.fast.eval(env); ok {
+			return v, nil
+		}
 	}
 	out, err := p.Eval(env)
 	if err != nil {

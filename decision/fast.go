@@ -5,50 +5,236 @@ import (
 	"github.com/expr-lang/expr/parser"
 )
 
-// presence is a boolean expression over which keys the content holds:
-// "key" in content, its negation, and conjunctions and disjunctions of
-// those. Match rules are mostly of this shape ('"result" in content'), and
-// evaluating them natively skips the expression VM.
-type presence struct {
-	key         string
-	not         bool
-	op          string // "", "&&" or "||"
-	left, right *presence
+// fast is the native form of a boolean expression built from
+//
+//   - presence tests on the content: "key" in content;
+//   - comparisons of a field of content or vars with a literal number,
+//     string or boolean: content.n > 0, vars.state == "open", 0 < content.n;
+//   - !, not, &&, and, ||, or over those.
+//
+// Guards and match rules are mostly of these shapes, and evaluating them
+// natively skips the expression VM and its reflection on the maps. A
+// comparison it cannot decide exactly as expr would (a missing field, a
+// value of another type, a nil map of vars) makes the whole evaluation
+// fall back to the VM, which then gives expr's own result or error.
+type fast struct {
+	kind        fastKind
+	vars        bool   // a comparison reads vars, not content
+	key         string // the key tested or compared
+	op          cmpOp
+	lit         literal
+	left, right *fast // the operands of && and ||; left alone for !
 }
 
-func (p *presence) eval(content map[string]any) bool {
-	switch p.op {
-	case "&&":
-		return p.left.eval(content) && p.right.eval(content)
-	case "||":
-		return p.left.eval(content) || p.right.eval(content)
+type fastKind uint8
+
+const (
+	fastHas fastKind = iota // key in content
+	fastCmp                 // field op literal
+	fastNot
+	fastAnd
+	fastOr
+)
+
+type cmpOp uint8
+
+const (
+	opEq cmpOp = iota
+	opNe
+	opLt
+	opLe
+	opGt
+	opGe
+)
+
+var cmpOps = map[string]cmpOp{"==": opEq, "!=": opNe, "<": opLt, "<=": opLe, ">": opGt, ">=": opGe}
+
+// flipped is the operator with its operands swapped: 0 < n is n > 0.
+var flipped = [...]cmpOp{opEq: opEq, opNe: opNe, opLt: opGt, opLe: opGe, opGt: opLt, opGe: opLe}
+
+type litKind uint8
+
+const (
+	litInt litKind = iota
+	litFloat
+	litString
+	litBool
+)
+
+// literal is the constant side of a comparison.
+type literal struct {
+	kind litKind
+	i    int
+	f    float64
+	s    string
+	b    bool
+}
+
+// eval returns the expression's value on env, and false when it cannot be
+// decided natively.
+func (p *fast) eval(env *Env) (value, decided bool) {
+	switch p.kind {
+	case fastHas:
+		_, ok := env.Content[p.key]
+		return ok, true
+	case fastCmp:
+		return p.compare(env)
+	case fastNot:
+		v, ok := p.left.eval(env)
+		return !v, ok
+	case fastAnd:
+		l, ok := p.left.eval(env)
+		if !ok || !l {
+			return false, ok
+		}
+		return p.right.eval(env)
+	default: // fastOr
+		l, ok := p.left.eval(env)
+		if !ok || l {
+			return l, ok
+		}
+		return p.right.eval(env)
 	}
-	_, ok := content[p.key]
-	return ok != p.not
 }
 
-// presenceOf returns the native form of src, or nil when src has another
+// compare evaluates field op literal as expr's runtime helpers do for the
+// types handled here: integers of every size compare as int, against a
+// float as float64, strings with strings and booleans (== and != only)
+// with booleans.
+func (p *fast) compare(env *Env) (bool, bool) {
+	m := env.Content
+	if p.vars {
+		if env.Vars == nil {
+			return false, false
+		}
+		m = env.Vars
+	}
+	v, ok := m[p.key]
+	if !ok {
+		return false, false
+	}
+	switch p.lit.kind {
+	case litInt:
+		if x, ok := asInt(v); ok {
+			return ordered(p.op, x, p.lit.i), true
+		}
+		if x, ok := asFloat(v); ok {
+			return ordered(p.op, x, float64(p.lit.i)), true
+		}
+	case litFloat:
+		if x, ok := asFloat(v); ok {
+			return ordered(p.op, x, p.lit.f), true
+		}
+	case litString:
+		if x, ok := v.(string); ok {
+			return ordered(p.op, x, p.lit.s), true
+		}
+	case litBool:
+		if x, ok := v.(bool); ok && (p.op == opEq || p.op == opNe) {
+			return (x == p.lit.b) == (p.op == opEq), true
+		}
+	}
+	return false, false
+}
+
+func ordered[T int | float64 | string](op cmpOp, x, y T) bool {
+	switch op {
+	case opEq:
+		return x == y
+	case opNe:
+		return x != y
+	case opLt:
+		return x < y
+	case opLe:
+		return x <= y
+	case opGt:
+		return x > y
+	default:
+		return x >= y
+	}
+}
+
+// asInt converts an integer of any Go type to int, as expr does when it
+// compares integers.
+func asInt(v any) (int, bool) {
+	switch x := v.(type) {
+	case int:
+		return x, true
+	case int64:
+		return int(x), true
+	case int32:
+		return int(x), true
+	case int16:
+		return int(x), true
+	case int8:
+		return int(x), true
+	case uint:
+		return int(x), true
+	case uint64:
+		return int(x), true
+	case uint32:
+		return int(x), true
+	case uint16:
+		return int(x), true
+	case uint8:
+		return int(x), true
+	}
+	return 0, false
+}
+
+// asFloat converts a number of any Go type to float64, as expr does when
+// it compares a number with a float.
+func asFloat(v any) (float64, bool) {
+	switch x := v.(type) {
+	case float64:
+		return x, true
+	case float32:
+		return float64(x), true
+	case int:
+		return float64(x), true
+	case int64:
+		return float64(x), true
+	case int32:
+		return float64(x), true
+	case int16:
+		return float64(x), true
+	case int8:
+		return float64(x), true
+	case uint:
+		return float64(x), true
+	case uint64:
+		return float64(x), true
+	case uint32:
+		return float64(x), true
+	case uint16:
+		return float64(x), true
+	case uint8:
+		return float64(x), true
+	}
+	return 0, false
+}
+
+// fastOf returns the native form of src, or nil when src has another
 // shape.
-func presenceOf(src string) *presence {
+func fastOf(src string) *fast {
 	tree, err := parser.Parse(src)
 	if err != nil {
 		return nil
 	}
-	return presenceNode(tree.Node)
+	return fastNode(tree.Node)
 }
 
-func presenceNode(n ast.Node) *presence {
+func fastNode(n ast.Node) *fast {
 	switch n := n.(type) {
 	case *ast.UnaryNode:
 		if n.Operator != "!" && n.Operator != "not" {
 			return nil
 		}
-		inner := presenceNode(n.Node)
-		if inner == nil || inner.op != "" {
+		inner := fastNode(n.Node)
+		if inner == nil {
 			return nil
 		}
-		inner.not = !inner.not
-		return inner
+		return &fast{kind: fastNot, left: inner}
 	case *ast.BinaryNode:
 		switch n.Operator {
 		case "in":
@@ -57,18 +243,90 @@ func presenceNode(n ast.Node) *presence {
 			if !ok || !ok2 || id.Value != "content" {
 				return nil
 			}
-			return &presence{key: key.Value}
+			return &fast{kind: fastHas, key: key.Value}
 		case "&&", "and", "||", "or":
-			l, r := presenceNode(n.Left), presenceNode(n.Right)
+			l, r := fastNode(n.Left), fastNode(n.Right)
 			if l == nil || r == nil {
 				return nil
 			}
-			op := "&&"
+			kind := fastAnd
 			if n.Operator == "||" || n.Operator == "or" {
-				op = "||"
+				kind = fastOr
 			}
-			return &presence{op: op, left: l, right: r}
+			return &fast{kind: kind, left: l, right: r}
 		}
+		op, ok := cmpOps[n.Operator]
+		if !ok {
+			return nil
+		}
+		if f := comparison(n.Left, n.Right, op); f != nil {
+			return f
+		}
+		return comparison(n.Right, n.Left, flipped[op])
 	}
 	return nil
+}
+
+// comparison returns field op lit natively, or nil when field is not a
+// field of content or vars or lit not a literal.
+func comparison(field, lit ast.Node, op cmpOp) *fast {
+	m, ok := field.(*ast.MemberNode)
+	if !ok || m.Optional || m.Method {
+		return nil
+	}
+	root, ok := m.Node.(*ast.IdentifierNode)
+	key, ok2 := m.Property.(*ast.StringNode)
+	if !ok || !ok2 || (root.Value != "content" && root.Value != "vars") {
+		return nil
+	}
+	l, ok := literalOf(lit)
+	if !ok {
+		return nil
+	}
+	return &fast{kind: fastCmp, vars: root.Value == "vars", key: key.Value, op: op, lit: l}
+}
+
+func literalOf(n ast.Node) (literal, bool) {
+	switch n := n.(type) {
+	case *ast.IntegerNode:
+		return literal{kind: litInt, i: n.Value}, true
+	case *ast.FloatNode:
+		return literal{kind: litFloat, f: n.Value}, true
+	case *ast.StringNode:
+		return literal{kind: litString, s: n.Value}, true
+	case *ast.BoolNode:
+		return literal{kind: litBool, b: n.Value}, true
+	case *ast.UnaryNode:
+		if n.Operator != "-" {
+			return literal{}, false
+		}
+		switch x := n.Node.(type) {
+		case *ast.IntegerNode:
+			return literal{kind: litInt, i: -x.Value}, true
+		case *ast.FloatNode:
+			return literal{kind: litFloat, f: -x.Value}, true
+		}
+	}
+	return literal{}, false
+}
+
+// readsMsg reports whether the expression src may read the message
+// envelope: it names msg (or the whole environment) anywhere. When it
+// cannot tell, it says yes.
+func readsMsg(src string) bool {
+	tree, err := parser.Parse(src)
+	if err != nil {
+		return true
+	}
+	var v msgReader
+	ast.Walk(&tree.Node, &v)
+	return v.reads
+}
+
+type msgReader struct{ reads bool }
+
+func (v *msgReader) Visit(n *ast.Node) {
+	if id, ok := (*n).(*ast.IdentifierNode); ok && (id.Value == "msg" || id.Value == "$env") {
+		v.reads = true
+	}
 }

@@ -40,7 +40,11 @@ func (h *Handler) classify(i int, list []transProg, matchRules bool, m *forms.Me
 				continue
 			}
 			if t.guard != nil {
-				ok, err := t.guard.Bool(&decision.Env{Content: m.Content, Msg: m.Envelope(), Vars: h.sessions[i].vars})
+				env := decision.Env{Content: m.Content, Vars: h.sessions[i].vars}
+				if t.guard.ReadsMsg() {
+					env.Msg = m.Envelope()
+				}
+				ok, err := t.guard.Bool(&env)
 				if err != nil {
 					return match{}, err
 				}

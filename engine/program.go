@@ -375,7 +375,11 @@ func joinList(parts []string) string {
 type matchPredicate struct{ prog *decision.Expression }
 
 func (m matchPredicate) Match(msg *forms.Message) (bool, error) {
-	return m.prog.Bool(&decision.Env{Content: msg.Content, Msg: msg.Envelope()})
+	env := decision.Env{Content: msg.Content}
+	if m.prog.ReadsMsg() {
+		env.Msg = msg.Envelope()
+	}
+	return m.prog.Bool(&env)
 }
 
 // Policy returns the policy the program was compiled from.
