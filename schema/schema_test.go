@@ -239,7 +239,7 @@ func TestAllFeatures(t *testing.T) {
 // all-features policy cannot lose one unnoticed.
 func assertAllFeatures(t *testing.T, p *policy.Policy) {
 	t.Helper()
-	has := map[string]bool{"initial": !p.Initial.IsZero(), "vars": len(p.Vars) > 0}
+	has := map[string]bool{"initial": !p.Initial.IsZero(), "vars": len(p.Vars) > 0, "budget": p.Budget != nil && p.Budget.Messages > 0 && p.Budget.Visits > 0}
 	for _, r := range p.Roles {
 		has["many role"] = has["many role"] || r.Many
 	}
