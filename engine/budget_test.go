@@ -58,6 +58,17 @@ func playPingPong(t *testing.T, budget string) []*engine.ProtocolErrorEvent {
 	return errs
 }
 
+// startPingPong starts role's handler of ping-pong with budget at time 0.
+func startPingPong(t *testing.T, budget, role string, opts ...engine.HandlerOption) (*engine.Handler, *engine.Queue) {
+	t.Helper()
+	src := strings.Replace(pingPongYAML, "BUDGET", budget, 1)
+	h, err := mustCompile(t, src, role).NewHandler("c1", role, append([]engine.HandlerOption{engine.WithPeers(other(role), other(role))}, opts...)...)
+	require.NoError(t, err)
+	var q engine.Queue
+	require.NoError(t, h.Start(time.Unix(0, 0), &q))
+	return h, &q
+}
+
 func other(role string) string {
 	if role == "A" {
 		return "B"
@@ -88,15 +99,11 @@ func TestRunBudget(t *testing.T) {
 // A restored handler keeps the counts: a decision over the budget after
 // a restore is refused, and so is a message received over it.
 func TestRunBudgetRestored(t *testing.T) {
-	src := strings.Replace(pingPongYAML, "BUDGET", "budget: {messages: 1}", 1)
-	pr := mustCompile(t, src, "B")
-	h, err := pr.NewHandler("c1", "B", engine.WithPeers("A", "A"))
-	require.NoError(t, err)
-	var q engine.Queue
-	require.NoError(t, h.Start(time.Unix(0, 0), &q))
+	h, q := startPingPong(t, "budget: {messages: 1}", "B")
+	pr := h.Program()
 	ping := msg("inform", "A", "B", map[string]any{"ping": true})
 	q.Reset()
-	require.NoError(t, h.Process(&engine.MessageEvent{At: time.Unix(1, 0), Message: &ping}, &q))
+	require.NoError(t, h.Process(&engine.MessageEvent{At: time.Unix(1, 0), Message: &ping}, q))
 	require.Equal(t, "pinged", h.State(""))
 	var ticket uint64
 	for _, ev := range q.Events() {
@@ -120,33 +127,29 @@ func TestRunBudgetRestored(t *testing.T) {
 		return out
 	}
 	q.Reset()
-	require.NoError(t, h2.Process(&engine.DecisionEvent{At: time.Unix(2, 0), Ticket: ticket, Answer: decision.Answer{Choice: "pong", Content: map[string]any{"pong": true}}}, &q))
+	require.NoError(t, h2.Process(&engine.DecisionEvent{At: time.Unix(2, 0), Ticket: ticket, Answer: decision.Answer{Choice: "pong", Content: map[string]any{"pong": true}}}, q))
 	assert.Equal(t, []engine.ErrorCode{engine.CodeBudget}, codes())
 	assert.Equal(t, "pinged", h2.State(""))
 
 	// As a monitor, B overhears its own agent's stop: over the budget too.
 	stop := msg("cancel", "B", "A", nil)
 	q.Reset()
-	require.NoError(t, h2.Process(&engine.MessageEvent{At: time.Unix(3, 0), Message: &stop, Sent: true}, &q))
+	require.NoError(t, h2.Process(&engine.MessageEvent{At: time.Unix(3, 0), Message: &stop, Sent: true}, q))
 	assert.Equal(t, []engine.ErrorCode{engine.CodeBudget}, codes())
 	assert.Equal(t, "pinged", h2.State(""))
 }
 
 // A received message over the budget is not applied, in either mode.
 func TestRunBudgetReceived(t *testing.T) {
-	src := strings.Replace(pingPongYAML, "BUDGET", "budget: {messages: 1}", 1)
 	for _, mode := range []engine.Mode{engine.Enforce, engine.Observe} {
-		h, err := mustCompile(t, src, "A").NewHandler("c1", "A", engine.WithPeers("B", "B"), engine.WithMode(mode))
-		require.NoError(t, err)
-		var q engine.Queue
-		require.NoError(t, h.Start(time.Unix(0, 0), &q))
+		h, q := startPingPong(t, "budget: {messages: 1}", "A", engine.WithMode(mode))
 		ping := msg("inform", "A", "B", map[string]any{"ping": true})
 		q.Reset()
-		require.NoError(t, h.Process(&engine.MessageEvent{At: time.Unix(1, 0), Message: &ping, Sent: true}, &q))
+		require.NoError(t, h.Process(&engine.MessageEvent{At: time.Unix(1, 0), Message: &ping, Sent: true}, q))
 		require.Equal(t, "pinged", h.State(""))
 		pong := msg("inform", "B", "A", map[string]any{"pong": true})
 		q.Reset()
-		require.NoError(t, h.Process(&engine.MessageEvent{At: time.Unix(2, 0), Message: &pong}, &q))
+		require.NoError(t, h.Process(&engine.MessageEvent{At: time.Unix(2, 0), Message: &pong}, q))
 		var reasons []string
 		for _, ev := range q.Events() {
 			if e, ok := ev.(*engine.ProtocolErrorEvent); ok {
@@ -161,12 +164,8 @@ func TestRunBudgetReceived(t *testing.T) {
 }
 
 func TestRestoreRefusesBadBudgetCounts(t *testing.T) {
-	src := strings.Replace(pingPongYAML, "BUDGET", "budget: {visits: 3}", 1)
-	pr := mustCompile(t, src, "A")
-	h, err := pr.NewHandler("c1", "A", engine.WithPeers("B", "B"))
-	require.NoError(t, err)
-	var q engine.Queue
-	require.NoError(t, h.Start(time.Unix(0, 0), &q))
+	h, _ := startPingPong(t, "budget: {visits: 3}", "A")
+	pr := h.Program()
 	snap, err := h.Snapshot()
 	require.NoError(t, err)
 	require.Contains(t, string(snap), `"visits":[1,0,0]`)
@@ -186,12 +185,9 @@ func TestRestoreRefusesBadBudgetCounts(t *testing.T) {
 // A handler of a policy without a budget counts nothing: its snapshots
 // hold no count that would only date them.
 func TestNoBudgetNoCounts(t *testing.T) {
-	h, err := mustCompile(t, strings.Replace(pingPongYAML, "BUDGET", "", 1), "B").NewHandler("c1", "B", engine.WithPeers("A", "A"))
-	require.NoError(t, err)
-	var q engine.Queue
-	require.NoError(t, h.Start(time.Unix(0, 0), &q))
+	h, q := startPingPong(t, "", "B")
 	ping := msg("inform", "A", "B", map[string]any{"ping": true})
-	require.NoError(t, h.Process(&engine.MessageEvent{At: time.Unix(1, 0), Message: &ping}, &q))
+	require.NoError(t, h.Process(&engine.MessageEvent{At: time.Unix(1, 0), Message: &ping}, q))
 	snap, err := h.Snapshot()
 	require.NoError(t, err)
 	assert.NotContains(t, string(snap), `"messages"`)
