@@ -113,7 +113,7 @@ func Open(path string, opts ...Option) (s *Store, err error) {
 	if info, err := os.Stat(path); err == nil && info.Size() > 0 && info.Size() < 4*int64(os.Getpagesize()) {
 		return nil, fmt.Errorf("store %s: the file is truncated (%d bytes)", path, info.Size())
 	}
-	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: o.timeout, NoSync: o.noSync})
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: o.timeout, NoSync: o.noSync, FreelistType: bbolt.FreelistMapType})
 	if err != nil {
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
@@ -141,9 +141,7 @@ func Open(path string, opts ...Option) (s *Store, err error) {
 			return err
 		}
 		log := tx.Bucket(bucketLog)
-		if k, _ := log.Cursor().Last(); len(k) == 8 {
-			st.seq = binary.BigEndian.Uint64(k)
-		}
+		st.seq = lastSeq(log)
 		return log.ForEach(func(_, v []byte) error {
 			st.logged += len(v)
 			return nil
@@ -223,9 +221,10 @@ func (s *Store) Load() (st *agent.Stored, err error) {
 		}); err != nil {
 			return err
 		}
-		return tx.Bucket(bucketLog).ForEach(func(k, v []byte) error {
+		return forEachEntry(tx.Bucket(bucketLog), func(seq uint64, keys [][]byte, v []byte, ok bool) error {
+			k := binary.BigEndian.AppendUint64(nil, seq)
 			e, err := decodeEntry(v)
-			if err != nil || len(k) != 8 {
+			if !ok || err != nil {
 				bad = append(bad, fmt.Errorf("log entry %x: unreadable record", k))
 				return nil
 			}
@@ -284,7 +283,7 @@ func (s *Store) Commit(b *agent.Batch) error {
 	s.buf = rec
 	fold := s.logged+len(rec) >= s.checkpoint
 	err = s.db.Update(func(tx *bbolt.Tx) error {
-		if err := tx.Bucket(bucketLog).Put(seqKey(s.seq+1), rec); err != nil {
+		if err := putEntry(tx.Bucket(bucketLog), s.seq+1, rec); err != nil {
 			return err
 		}
 		if fold {
@@ -312,10 +311,10 @@ func foldLog(tx *bbolt.Tx) error {
 	log, convs, outbox := tx.Bucket(bucketLog), tx.Bucket(bucketConversations), tx.Bucket(bucketOutbox)
 	last, sent := map[string][]byte{}, map[uint64][]byte{}
 	var gone, kept [][]byte
-	if err := log.ForEach(func(k, v []byte) error {
+	if err := forEachEntry(log, func(_ uint64, keys [][]byte, v []byte, ok bool) error {
 		e, err := decodeEntry(v)
-		if err != nil {
-			kept = append(kept, k)
+		if !ok || err != nil {
+			kept = append(kept, keys...)
 			return nil
 		}
 		for _, rec := range e.put {
@@ -338,7 +337,7 @@ func foldLog(tx *bbolt.Tx) error {
 				return err
 			}
 		}
-		gone = append(gone, k)
+		gone = append(gone, keys...)
 		return nil
 	}); err != nil {
 		return err
