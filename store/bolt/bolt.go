@@ -113,7 +113,7 @@ func Open(path string, opts ...Option) (s *Store, err error) {
 	if info, err := os.Stat(path); err == nil && info.Size() > 0 && info.Size() < 4*int64(os.Getpagesize()) {
 		return nil, fmt.Errorf("store %s: the file is truncated (%d bytes)", path, info.Size())
 	}
-	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: o.timeout, NoSync: o.noSync, FreelistType: bbolt.FreelistMapType})
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: o.timeout, NoSync: o.noSync})
 	if err != nil {
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
