@@ -64,6 +64,11 @@ type xmlLoader struct {
 	d      diags
 	// offs is scratch space for attribute value offsets.
 	offs []int
+	// line is the index in lines of the last position asked for.
+	line int
+	// attrBuf holds the xattrs attrs returns, each a slice of it, so
+	// that an element's attributes cost no allocation of their own.
+	attrBuf xattrs
 	// blanks interns blank character data: indentation repeats.
 	blanks map[string]string
 	// drop is the element (the root) whose children children lets go of
@@ -257,6 +262,14 @@ func isXMLBlank(b []byte) bool {
 }
 
 func (l *xmlLoader) posAt(off int) Pos {
+	// The loader asks for positions mostly in file order: try the line
+	// of the last one and the few after it before searching.
+	for h := l.line; h < len(l.lines) && h < l.line+4 && l.lines[h] <= off; h++ {
+		if h+1 == len(l.lines) || off < l.lines[h+1] {
+			l.line = h
+			return Pos{File: l.file, Line: h + 1, Col: off - l.lines[h] + 1}
+		}
+	}
 	lo, hi := 0, len(l.lines)-1
 	for lo < hi {
 		mid := (lo + hi + 1) / 2
@@ -266,6 +279,7 @@ func (l *xmlLoader) posAt(off int) Pos {
 			hi = mid - 1
 		}
 	}
+	l.line = lo
 	return Pos{File: l.file, Line: lo + 1, Col: off - l.lines[lo] + 1}
 }
 
@@ -369,7 +383,13 @@ func (a xattrs) val(name string) string {
 // required ones that are absent are reported. Each attribute's position
 // comes from one pass over e's start tag.
 func (l *xmlLoader) attrs(e *xel, allowed, required []string) xattrs {
-	var out xattrs
+	if cap(l.attrBuf)-len(l.attrBuf) < len(e.attr) {
+		// A new block; the slices of earlier blocks keep theirs.
+		l.attrBuf = make(xattrs, 0, max(min(2*cap(l.attrBuf), 4096), 64, len(e.attr)))
+	}
+	start := len(l.attrBuf)
+	// Capped at e's attribute count, out never outgrows its room.
+	out := l.attrBuf[start:start:start+len(e.attr)]
 	var offs []int
 	at := func(i int) Pos {
 		if offs == nil {
@@ -408,6 +428,7 @@ func (l *xmlLoader) attrs(e *xel, allowed, required []string) xattrs {
 		}
 		out = append(out, xattr{name: name, value: a.Value, off: off})
 	}
+	l.attrBuf = l.attrBuf[:start+len(out)]
 	for _, r := range required {
 		if out.find(r) == nil {
 			l.d.errorf(CodeMissingField, l.pos(e), "<%s> has no %s attribute", e.tag, Quote(r))
