@@ -389,7 +389,7 @@ func (l *xmlLoader) attrs(e *xel, allowed, required []string) xattrs {
 	}
 	start := len(l.attrBuf)
 	// Capped at e's attribute count, out never outgrows its room.
-	out := l.attrBuf[start:start:start+len(e.attr)]
+	out := l.attrBuf[start : start : start+len(e.attr)]
 	var offs []int
 	at := func(i int) Pos {
 		if offs == nil {
