@@ -34,22 +34,29 @@
 // The receiver acknowledges the JetStream message only after its manager
 // has applied it and committed its effect (agent.Manager.DeliverAcked),
 // so a receiver that dies before its commit gets the message again, from
-// the server, when it or its replacement comes back. Publishes carry a
-// Nats-Msg-Id made from the sender, reply-with and receiver, so a message
-// sent again within the stream's duplicate window is stored once.
+// the server, when it or its replacement comes back. A stream message is
+// one Parley message as JSON, or a batch of them as a JSON array (from a
+// pipelined sender, WithPipelining): the receiver acknowledges a batch
+// once every message of it is applied and committed, and its store drops
+// those of a batch delivered again that it had applied. Publishes carry a
+// Nats-Msg-Id made from the receiver and the sender and reply-with of
+// each message they hold, so a message or batch published again within
+// the stream's duplicate window is stored once.
 //
 // # Limits
 //
 // Everything a peer can make a receiver spend is bounded (Limits): the
 // size of one message (the stream refuses a larger one, and a receiver
 // terminates one larger than its own limit without reading it), the
-// messages one sender may have waiting for one receiver (the stream
-// refuses more, and the sender keeps them in its outbox to send again),
-// the bytes of the whole stream, and the messages delivered to a
-// receiver and not yet acknowledged.
+// messages of one batch (a receiver terminates a larger batch), the
+// stream messages one sender may have waiting for one receiver (the
+// stream refuses more, and the sender keeps them in its outbox to send
+// again), the bytes of the whole stream, and the stream messages
+// delivered to a receiver and not yet acknowledged.
 package nats
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -90,17 +97,19 @@ type Limits struct {
 	// stores and a receiver reads. Default 1 MiB (the NATS server's
 	// default max_payload).
 	MaxMessageBytes int
-	// MaxPerSender is the most messages one sender may have stored and
-	// not yet acknowledged by one receiver; the stream refuses more
-	// (Send fails and the message stays in the sender's outbox). Default
-	// 10,000.
+	// MaxPerSender is the most stream messages (each a message, or a
+	// batch of up to MaxBatch) one sender may have stored and not yet
+	// acknowledged by one receiver; the stream refuses more (Send fails
+	// and the message stays in the sender's outbox). Default 10,000.
 	MaxPerSender int64
 	// MaxStreamBytes bounds the stream; when full it refuses new
 	// messages. Default 1 GiB.
 	MaxStreamBytes int64
-	// MaxPending is the most messages delivered to the receiver and not
-	// yet acknowledged (the consumer's max ack pending, and the client's
-	// buffer). Default 1,024.
+	// MaxPending is the most stream messages delivered to the receiver
+	// and not yet acknowledged (the consumer's max ack pending, and the
+	// client's buffer): the receiver holds at most MaxPending times
+	// MaxMessageBytes bytes of messages its busy manager has not taken
+	// yet. Default 1,024.
 	MaxPending int
 	// MaxPendingBytes bounds the bytes of the messages the client
 	// buffers for the receiver. Default 64 MiB.
@@ -112,10 +121,15 @@ type Limits struct {
 	// for the stream's acknowledgement; Send waits for a free slot until
 	// its context ends. Default 4,096.
 	MaxInFlight int
-	// Redeliver is how long a receiver that is busy (agent.ErrBusy) or not
-	// yet resumed asks the server to wait before delivering a message
-	// again. Default 1 s.
+	// Redeliver is how long a receiver whose manager is busy
+	// (agent.ErrBusy) or not yet resumed waits before handing it the
+	// message again; it tells the server meanwhile that the delivery is in
+	// progress, so that the server does not deliver it again. Default 1 s.
 	Redeliver time.Duration
+	// MaxBatch is the most messages a pipelined sender publishes to one
+	// receiver as one stream message, and the most a receiver reads from
+	// one; a receiver drops a larger batch. Default 64.
+	MaxBatch int
 }
 
 // DefaultLimits are the limits New uses unless WithLimits says otherwise.
@@ -128,6 +142,7 @@ var DefaultLimits = Limits{
 	AckWait:         30 * time.Second,
 	MaxInFlight:     4096,
 	Redeliver:       time.Second,
+	MaxBatch:        64,
 }
 
 // Option configures New.
@@ -169,6 +184,7 @@ func WithLimits(l Limits) Option {
 		keep(&d.AckWait, l.AckWait)
 		keep(&d.MaxInFlight, l.MaxInFlight)
 		keep(&d.Redeliver, l.Redeliver)
+		keep(&d.MaxBatch, l.MaxBatch)
 	}
 }
 
@@ -179,13 +195,17 @@ func keep[T int | int64 | time.Duration](dst *T, v T) {
 	}
 }
 
-// WithPipelining makes Send return once the message is handed to the
-// connection, without waiting for the stream to store it, so that a
-// manager's sender does not wait one round trip per message: a goroutine
+// WithPipelining makes Send return once the message is queued, without
+// waiting for the stream to store it, so that a manager's sender does not
+// wait one round trip per message. At most one publish per receiver is
+// in flight: the copies queued for a receiver meanwhile go in its next
+// publish, as one stream message (a JSON array of up to Limits.MaxBatch
+// messages and Limits.MaxMessageBytes bytes), so that the stream stores,
+// delivers and removes one message for many. A goroutine per publish
 // waits for the stream's acknowledgement, publishes again (with backoff,
 // until the transport closes) what the stream did not store, and only
-// then acknowledges the message to the manager. A conversation's messages
-// still reach the stream in order: a message is published only once the
+// then acknowledges each copy to the manager. A conversation's messages
+// still reach the stream in order: a message is queued only once the
 // previous one of its conversation is stored. Send fails only when
 // Limits.MaxInFlight messages wait for the server. Without a store a
 // message the server refuses for good (a deleted stream) is never
@@ -222,13 +242,16 @@ type Transport struct {
 	mgr  atomic.Pointer[agent.Manager]
 	mu   sync.Mutex
 	cc   jetstream.ConsumeContext
-	// pending maps a root conversation to the settling of its last
-	// pipelined message; slots bounds the pipelined messages.
-	pmu     sync.Mutex
-	pending map[string]chan struct{}
-	slots   chan struct{}
-	stop    chan struct{}
-	stopO   sync.Once
+	// roots holds, by root conversation, the pipelined messages not yet
+	// stored, oldest first: only the oldest's copies are queued for their
+	// receivers. queues holds the copies waiting for each receiver.
+	// slots bounds the pipelined messages.
+	pmu    sync.Mutex
+	roots  map[string][]pending
+	queues map[string]*outQueue
+	slots  chan struct{}
+	stop   chan struct{}
+	stopO  sync.Once
 }
 
 var _ agent.Transport = (*Transport)(nil)
@@ -251,7 +274,7 @@ func New(ctx context.Context, nc *natsio.Conn, self string, opts ...Option) (*Tr
 	if err != nil {
 		return nil, fmt.Errorf("nats: %w", err)
 	}
-	t := &Transport{self: self, o: o, nc: nc, js: js, stop: make(chan struct{}), pending: map[string]chan struct{}{}, slots: make(chan struct{}, o.limits.MaxInFlight)}
+	t := &Transport{self: self, o: o, nc: nc, js: js, stop: make(chan struct{}), roots: map[string][]pending{}, queues: map[string]*outQueue{}, slots: make(chan struct{}, o.limits.MaxInFlight)}
 	if !o.noSetup {
 		if err := t.setupStream(ctx); err != nil {
 			return nil, err
@@ -370,41 +393,99 @@ func (t *Transport) stopped() bool {
 	}
 }
 
-// handle hands one delivered message to the manager.
+// handle hands the messages of one delivery to the manager: one
+// message, or a batch of them (a JSON array, from a pipelined sender).
+// It acknowledges the delivery once the manager has applied, and
+// committed, every one.
 func (t *Transport) handle(msg jetstream.Msg) {
-	if t.stopped() {
-		_ = msg.Nak() // delivered again, to the agent's next consumer
-		return
-	}
-	m := t.mgr.Load()
 	sender, ok := strings.CutPrefix(msg.Subject(), t.o.prefix+"."+t.self+".")
 	if !ok || natsname.Check(sender) != nil {
 		t.drop(msg, "a subject that names no sender")
 		return
 	}
-	if len(msg.Data()) > t.o.limits.MaxMessageBytes {
-		t.drop(msg, fmt.Sprintf("%d bytes, over the limit of %d", len(msg.Data()), t.o.limits.MaxMessageBytes))
+	data := msg.Data()
+	if len(data) > t.o.limits.MaxMessageBytes {
+		t.drop(msg, fmt.Sprintf("%d bytes, over the limit of %d", len(data), t.o.limits.MaxMessageBytes))
 		return
 	}
-	var fm forms.Message
-	if err := json.Unmarshal(msg.Data(), &fm); err != nil {
-		t.drop(msg, "not a message: "+policy.Quote(err.Error()))
-		return
-	}
-	err := m.DeliverAcked(sender, &fm, func() {
-		if !t.stopped() {
-			_ = msg.Ack() // a lost ack is a redelivery, and the store drops the duplicate
+	var raws []json.RawMessage
+	if trimmed := bytes.TrimLeft(data, " \t\r\n"); len(trimmed) > 0 && trimmed[0] == '[' {
+		if err := json.Unmarshal(trimmed, &raws); err != nil {
+			t.drop(msg, "not a batch of messages: "+policy.Quote(err.Error()))
+			return
 		}
-	})
-	switch {
-	case err == nil:
-	case errors.Is(err, agent.ErrBusy), errors.Is(err, agent.ErrNotResumed):
-		_ = msg.NakWithDelay(t.o.limits.Redeliver)
-	case errors.Is(err, agent.ErrClosed):
-		// not acknowledged: delivered again after AckWait
-	default:
-		t.drop(msg, err.Error()) // the manager refused it: sending it again changes nothing
+		if len(raws) == 0 || len(raws) > t.o.limits.MaxBatch {
+			t.drop(msg, fmt.Sprintf("a batch of %d messages, want 1 to %d (Limits.MaxBatch)", len(raws), t.o.limits.MaxBatch))
+			return
+		}
+	} else {
+		raws = []json.RawMessage{data}
 	}
+	d := &delivery{t: t, msg: msg, sender: sender, raws: raws}
+	d.left.Store(int64(len(raws)))
+	d.run()
+}
+
+// delivery is one JetStream message being handed to the manager: its
+// messages from next on are not handed yet, left are not yet applied.
+type delivery struct {
+	t      *Transport
+	msg    jetstream.Msg
+	sender string
+	raws   []json.RawMessage
+	next   int
+	left   atomic.Int64
+}
+
+// applied counts one message of the delivery as applied (or refused for
+// good) and acknowledges the delivery after the last.
+func (d *delivery) applied() {
+	if d.left.Add(-1) == 0 && !d.t.stopped() {
+		_ = d.msg.Ack() // a lost ack is a redelivery, and the store drops the duplicates
+	}
+}
+
+// run hands the delivery's messages to the manager from next on. When
+// the manager is busy (agent.ErrBusy) or not yet resumed, it tries the
+// rest again after Limits.Redeliver, telling the server the delivery is
+// in progress so that it is not delivered again meanwhile.
+func (d *delivery) run() {
+	t := d.t
+	m := t.mgr.Load()
+	for ; d.next < len(d.raws); d.next++ {
+		if t.stopped() {
+			_ = d.msg.Nak() // delivered again, to the agent's next consumer
+			return
+		}
+		var fm forms.Message
+		if err := json.Unmarshal(d.raws[d.next], &fm); err != nil {
+			d.refused("not a message: " + policy.Quote(err.Error()))
+			continue
+		}
+		err := m.DeliverAcked(d.sender, &fm, d.applied)
+		switch {
+		case err == nil:
+		case errors.Is(err, agent.ErrBusy), errors.Is(err, agent.ErrNotResumed):
+			_ = d.msg.InProgress()
+			time.AfterFunc(t.o.limits.Redeliver, d.run)
+			return
+		case errors.Is(err, agent.ErrClosed):
+			return // not acknowledged: delivered again after AckWait
+		default:
+			d.refused(err.Error()) // the manager refused it: sending it again changes nothing
+		}
+	}
+}
+
+// refused drops the delivery's current message: a message alone is
+// terminated, one of a batch is counted as applied.
+func (d *delivery) refused(why string) {
+	if len(d.raws) == 1 {
+		d.t.drop(d.msg, why)
+		return
+	}
+	d.t.o.logger.Warn("nats: message dropped", "agent", d.t.self, "subject", clip(d.msg.Subject()), "index", d.next, "reason", why)
+	d.applied()
 }
 
 func (t *Transport) drop(msg jetstream.Msg, why string) {
@@ -433,128 +514,250 @@ func (t *Transport) Send(ctx context.Context, m *forms.Message) error {
 	}
 	id := agent.MessageID(m)
 	var errs []error
-	var copies []outCopy
+	var to []string
 	for _, r := range m.Receivers {
 		if err := natsname.Check(r); err != nil {
 			errs = append(errs, fmt.Errorf("%w: %w", agent.ErrNoSuchAgent, err))
 			continue
 		}
-		c := outCopy{to: r, msg: &natsio.Msg{Subject: t.o.prefix + "." + r + "." + t.self, Data: data}}
-		if id != "" {
-			c.opts = []jetstream.PublishOpt{jetstream.WithMsgID(msgID(id, r))}
-		}
-		copies = append(copies, c)
+		to = append(to, r)
 	}
-	if !t.o.pipeline {
-		for i := range copies {
-			copies[i].fut, copies[i].err = t.js.PublishMsgAsync(copies[i].msg, copies[i].opts...)
-		}
-		mgr := t.mgr.Load()
-		for _, c := range copies {
-			err := c.err
-			if err == nil {
-				select {
-				case <-c.fut.Ok():
-					if mgr != nil {
-						mgr.Acknowledge(c.to, m)
-					}
-				case err = <-c.fut.Err():
-				case <-ctx.Done():
-					err = ctx.Err()
+	if t.o.pipeline {
+		return errors.Join(append(errs, t.pipelined(ctx, &outMsg{m: m, id: id, data: data}, to))...)
+	}
+	futs := make([]jetstream.PubAckFuture, len(to))
+	perrs := make([]error, len(to))
+	for i, r := range to {
+		futs[i], perrs[i] = t.js.PublishMsgAsync(t.natsMsg(r, data, msgID(r, id)))
+	}
+	mgr := t.mgr.Load()
+	for i, r := range to {
+		err := perrs[i]
+		if err == nil {
+			select {
+			case <-futs[i].Ok():
+				if mgr != nil {
+					mgr.Acknowledge(r, m)
 				}
-			}
-			if err != nil {
-				errs = append(errs, fmt.Errorf("nats: send to %s: %w", policy.Quote(c.to), err))
+			case err = <-futs[i].Err():
+			case <-ctx.Done():
+				err = ctx.Err()
 			}
 		}
-		return errors.Join(errs...)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("nats: send to %s: %w", policy.Quote(r), err))
+		}
 	}
-	return errors.Join(append(errs, t.pipelined(ctx, m, copies))...)
+	return errors.Join(errs...)
 }
 
-// outCopy is one receiver's copy of a message being sent.
+// natsMsg is the publish of data to receiver, with Nats-Msg-Id id when
+// id is not empty.
+func (t *Transport) natsMsg(receiver string, data []byte, id string) *natsio.Msg {
+	nm := &natsio.Msg{Subject: t.o.prefix + "." + receiver + "." + t.self, Data: data}
+	if id != "" {
+		nm.Header = natsio.Header{jetstream.MsgIDHeader: []string{id}}
+	}
+	return nm
+}
+
+// outMsg is a pipelined message: its encoding, its agent.MessageID, and
+// how many of its copies are not yet stored.
+type outMsg struct {
+	m    *forms.Message
+	id   string
+	data []byte
+	root string
+	left int
+}
+
+// outCopy is one receiver's copy of a pipelined message.
 type outCopy struct {
-	to   string
-	msg  *natsio.Msg
-	opts []jetstream.PublishOpt
-	fut  jetstream.PubAckFuture
-	err  error
+	msg *outMsg
+	to  string
 }
 
-// pipelined publishes m's copies without waiting for their
-// acknowledgements, once the previous message of m's conversation is
-// stored: a goroutine waits for them, publishes again what the stream
-// did not store, and acknowledges each copy to the manager once stored.
-func (t *Transport) pipelined(ctx context.Context, m *forms.Message, copies []outCopy) error {
-	root, _, _ := strings.Cut(m.ConversationID, "/")
+// outQueue holds the copies waiting for one receiver while a batch of
+// earlier ones is being stored: at most one batch per receiver is in
+// flight, and the next takes every copy that waited meanwhile.
+type outQueue struct {
+	to      string
+	waiting []outCopy
+	busy    bool
+}
+
+// pipelined queues m's copies behind the previous message of its root
+// conversation and returns: a copy is published once that message is
+// stored, in one batch with the other copies waiting for the same
+// receiver.
+func (t *Transport) pipelined(ctx context.Context, om *outMsg, to []string) error {
+	if len(to) == 0 {
+		return nil
+	}
+	om.root, _, _ = strings.Cut(om.m.ConversationID, "/")
+	om.left = len(to)
 	select {
 	case t.slots <- struct{}{}:
+	case <-t.stop:
+		return ErrFenced
 	case <-ctx.Done():
 		return fmt.Errorf("nats: %d messages waiting for the server: %w", cap(t.slots), ctx.Err())
 	}
 	t.pmu.Lock()
-	prev := t.pending[root]
-	done := make(chan struct{})
-	t.pending[root] = done
+	q := t.roots[om.root]
+	t.roots[om.root] = append(q, pending{om, to})
+	var flush []*outQueue
+	if len(q) == 0 {
+		flush = t.release(om, to, nil)
+	}
 	t.pmu.Unlock()
-	go t.settle(m, root, prev, done, copies)
+	for _, q := range flush {
+		t.flush(q)
+	}
 	return nil
 }
 
-// settle publishes copies after prev is settled, waits until the stream
-// has stored every one (publishing again, with backoff, what it did not
-// store) and acknowledges each to the manager. It gives up only when
-// the transport stops or its connection is closed.
-func (t *Transport) settle(m *forms.Message, root string, prev, done chan struct{}, copies []outCopy) {
-	defer func() {
-		t.pmu.Lock()
-		if t.pending[root] == done {
-			delete(t.pending, root)
+// pending is a message waiting behind its root conversation's previous
+// message, and its receivers.
+type pending struct {
+	msg *outMsg
+	to  []string
+}
+
+// release queues om's copies for their receivers and appends to flush
+// each receiver with no batch in flight. t.pmu is held.
+func (t *Transport) release(om *outMsg, to []string, flush []*outQueue) []*outQueue {
+	for _, r := range to {
+		q := t.queues[r]
+		if q == nil {
+			q = &outQueue{to: r}
+			t.queues[r] = q
 		}
+		q.waiting = append(q.waiting, outCopy{msg: om, to: r})
+		if !q.busy {
+			q.busy = true
+			flush = append(flush, q)
+		}
+	}
+	return flush
+}
+
+// flush publishes the copies waiting for q's receiver, as many as fit in
+// one batch, and waits for the stream to store them on a goroutine of
+// its own. q is busy; it is idle again once nothing waits.
+func (t *Transport) flush(q *outQueue) {
+	t.pmu.Lock()
+	n, size := 0, 1
+	for n < len(q.waiting) && n < t.o.limits.MaxBatch {
+		if size += len(q.waiting[n].msg.data) + 1; n > 0 && size > t.o.limits.MaxMessageBytes {
+			break
+		}
+		n++
+	}
+	if n == 0 {
+		q.busy = false
+		delete(t.queues, q.to)
 		t.pmu.Unlock()
-		close(done)
-		<-t.slots
-	}()
-	if prev != nil {
+		return
+	}
+	batch := q.waiting[:n:n]
+	q.waiting = q.waiting[n:]
+	t.pmu.Unlock()
+	go t.settle(q, batch)
+}
+
+// settle publishes batch, waits until the stream has stored it
+// (publishing it again, with backoff, when it did not), acknowledges
+// each copy to the manager and releases the messages it completes and
+// the next batch of q. It gives up only when the transport stops or
+// its connection is closed.
+func (t *Transport) settle(q *outQueue, batch []outCopy) {
+	nm := t.batchMsg(q.to, batch)
+	fut, err := t.js.PublishMsgAsync(nm)
+	stored := false
+	if err == nil {
+		timer := time.NewTimer(publishWait)
 		select {
-		case <-prev:
+		case <-fut.Ok():
+			stored = true
+		case <-fut.Err():
+		case <-timer.C:
 		case <-t.stop:
-			return
 		}
+		timer.Stop()
 	}
-	for i := range copies {
-		copies[i].fut, copies[i].err = t.js.PublishMsgAsync(copies[i].msg, copies[i].opts...)
-	}
-	mgr := t.mgr.Load()
-	for _, c := range copies {
-		stored := false
-		if c.err == nil {
-			timer := time.NewTimer(publishWait)
+	for wait := 50 * time.Millisecond; !stored && !t.stopped() && !t.nc.IsClosed(); wait = min(2*wait, time.Second) {
+		ctx, cancel := context.WithTimeout(context.Background(), publishWait)
+		_, err := t.js.PublishMsg(ctx, nm)
+		cancel()
+		if stored = err == nil; !stored {
+			t.o.logger.Debug("nats: publish failed, again", "agent", t.self, "to", q.to, "error", err)
 			select {
-			case <-c.fut.Ok():
-				stored = true
-			case <-c.fut.Err():
-			case <-timer.C:
+			case <-time.After(wait):
 			case <-t.stop:
 			}
-			timer.Stop()
-		}
-		for wait := 50 * time.Millisecond; !stored && !t.stopped() && !t.nc.IsClosed(); wait = min(2*wait, time.Second) {
-			ctx, cancel := context.WithTimeout(context.Background(), publishWait)
-			_, err := t.js.PublishMsg(ctx, c.msg, c.opts...)
-			cancel()
-			if stored = err == nil; !stored {
-				t.o.logger.Debug("nats: publish failed, again", "agent", t.self, "to", c.to, "error", err)
-				select {
-				case <-time.After(wait):
-				case <-t.stop:
-				}
-			}
-		}
-		if stored && mgr != nil {
-			mgr.Acknowledge(c.to, m)
 		}
 	}
+	if !stored {
+		return
+	}
+	mgr := t.mgr.Load()
+	var flush []*outQueue
+	t.pmu.Lock()
+	for _, c := range batch {
+		if c.msg.left--; c.msg.left > 0 {
+			continue
+		}
+		<-t.slots
+		rq := t.roots[c.msg.root][1:]
+		if len(rq) == 0 {
+			delete(t.roots, c.msg.root)
+			continue
+		}
+		t.roots[c.msg.root] = rq
+		flush = t.release(rq[0].msg, rq[0].to, flush)
+	}
+	t.pmu.Unlock()
+	if mgr != nil {
+		for _, c := range batch {
+			mgr.Acknowledge(c.to, c.msg.m)
+		}
+	}
+	t.flush(q)
+	for _, q := range flush {
+		t.flush(q)
+	}
+}
+
+// batchMsg is the publish of batch to receiver: the message itself when
+// it is alone, a JSON array of the messages otherwise. Its Nats-Msg-Id
+// is made from its messages', so that the batch published again is
+// stored once; a batch holding a message without an id has none.
+func (t *Transport) batchMsg(receiver string, batch []outCopy) *natsio.Msg {
+	if len(batch) == 1 {
+		return t.natsMsg(receiver, batch[0].msg.data, msgID(receiver, batch[0].msg.id))
+	}
+	size := 1
+	ids := make([]string, 0, len(batch))
+	for _, c := range batch {
+		size += len(c.msg.data) + 1
+		if c.msg.id != "" {
+			ids = append(ids, c.msg.id)
+		}
+	}
+	data := append(make([]byte, 0, size), '[')
+	for i, c := range batch {
+		if i > 0 {
+			data = append(data, ',')
+		}
+		data = append(data, c.msg.data...)
+	}
+	data = append(data, ']')
+	id := ""
+	if len(ids) == len(batch) {
+		id = msgID(receiver, ids...)
+	}
+	return t.natsMsg(receiver, data, id)
 }
 
 // publishWait bounds the wait for one publish acknowledgement before a
@@ -562,12 +765,18 @@ func (t *Transport) settle(m *forms.Message, root string, prev, done chan struct
 // Nats-Msg-Id).
 const publishWait = 5 * time.Second
 
-// msgID is the Nats-Msg-Id of id's copy for receiver: bounded, whatever
-// the length of the sender's reply-with.
-func msgID(id, receiver string) string {
+// msgID is the Nats-Msg-Id of receiver's copy of the messages of ids
+// (agent.MessageID): bounded, whatever the length of the senders'
+// reply-with; "" when ids is one empty id.
+func msgID(receiver string, ids ...string) string {
+	if len(ids) == 1 && ids[0] == "" {
+		return ""
+	}
 	h := sha256.New()
-	_, _ = io.WriteString(h, id)
-	_, _ = io.WriteString(h, "\x00"+receiver)
+	for _, id := range ids {
+		_, _ = io.WriteString(h, id+"\x00")
+	}
+	_, _ = io.WriteString(h, receiver)
 	return base64.RawURLEncoding.EncodeToString(h.Sum(nil))
 }
 

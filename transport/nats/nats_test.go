@@ -1,6 +1,7 @@
 package nats_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -184,7 +185,7 @@ func TestPipelinedMessagesTheStreamRefusesArePublishedAgainInOrder(t *testing.T)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	tr, err := natstransport.New(ctx, nc, "alice", natstransport.WithPipelining(), natstransport.WithStream("FEW"), natstransport.WithPrefix("few"),
-		natstransport.WithLimits(natstransport.Limits{MaxPerSender: 2}))
+		natstransport.WithLimits(natstransport.Limits{MaxPerSender: 2, MaxBatch: 1}))
 	require.NoError(t, err)
 	defer tr.Close()
 	var want []string
@@ -194,22 +195,7 @@ func TestPipelinedMessagesTheStreamRefusesArePublishedAgainInOrder(t *testing.T)
 		want = append(want, m.ReplyWith)
 	}
 	// bob reads, and so makes room for what the stream refused.
-	js, err := jetstream.New(nc)
-	require.NoError(t, err)
-	cons, err := js.CreateOrUpdateConsumer(ctx, "FEW", jetstream.ConsumerConfig{Durable: "bob", FilterSubject: "few.bob.*", AckPolicy: jetstream.AckExplicitPolicy})
-	require.NoError(t, err)
-	var got []string
-	for len(got) < len(want) {
-		batch, err := cons.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
-		require.NoError(t, err)
-		for msg := range batch.Messages() {
-			var m forms.Message
-			require.NoError(t, json.Unmarshal(msg.Data(), &m))
-			got = append(got, m.ReplyWith)
-			require.NoError(t, msg.DoubleAck(ctx))
-		}
-		require.NoError(t, batch.Error())
-	}
+	got, _ := readBatches(ctx, t, nc, "FEW", "few.bob.*", len(want))
 	assert.Equal(t, want, got, "every message once, in order")
 }
 
@@ -261,4 +247,98 @@ func TestNamesAndLimits(t *testing.T) {
 		assert.Error(t, errs[3], "bob has three waiting from alice")
 		assert.Error(t, errs[4])
 	})
+}
+
+// readBatches reads n messages from receiver's subjects of stream, one
+// stream message at a time, and returns the reply-with of each message
+// and how many stream messages held them.
+func readBatches(ctx context.Context, t *testing.T, nc *natsio.Conn, stream, subjects string, n int) (got []string, batches []int) {
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	cons, err := js.CreateOrUpdateConsumer(ctx, stream, jetstream.ConsumerConfig{Durable: "reader", FilterSubject: subjects, AckPolicy: jetstream.AckExplicitPolicy})
+	require.NoError(t, err)
+	for len(got) < n {
+		fetched, err := cons.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
+		require.NoError(t, err)
+		for msg := range fetched.Messages() {
+			var ms []forms.Message
+			if msg.Data()[0] == '[' {
+				require.NoError(t, json.Unmarshal(msg.Data(), &ms))
+			} else {
+				ms = make([]forms.Message, 1)
+				require.NoError(t, json.Unmarshal(msg.Data(), &ms[0]))
+			}
+			for _, m := range ms {
+				got = append(got, m.ReplyWith)
+			}
+			batches = append(batches, len(ms))
+			require.NoError(t, msg.DoubleAck(ctx))
+		}
+		require.NoError(t, fetched.Error())
+	}
+	return got, batches
+}
+
+func TestPipelinedMessagesWaitingForOneReceiverGoInBatches(t *testing.T) {
+	s := natstest.NewSite(t)
+	nc := s.Connect("")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	// The stream holds one stream message from alice to bob: what she
+	// sends after the first waits until bob reads.
+	tr, err := natstransport.New(ctx, nc, "alice", natstransport.WithPipelining(), natstransport.WithStream("ONE"), natstransport.WithPrefix("one"),
+		natstransport.WithLimits(natstransport.Limits{MaxPerSender: 1, MaxBatch: 3}))
+	require.NoError(t, err)
+	defer tr.Close()
+	var want []string
+	for i := range 10 {
+		m := &forms.Message{Performative: "inform", Sender: "alice", Receivers: []string{"bob"}, ConversationID: "alice-c" + strconv.Itoa(i%3), ReplyWith: "r" + strconv.Itoa(i)}
+		require.NoError(t, tr.Send(ctx, m))
+		want = append(want, m.ReplyWith)
+	}
+	got, batches := readBatches(ctx, t, nc, "ONE", "one.bob.*", len(want))
+	assert.Equal(t, want, got, "every message once, in order")
+	assert.Less(t, len(batches), len(want), "messages that waited went together")
+	for _, n := range batches {
+		assert.LessOrEqual(t, n, 3, "no batch over MaxBatch")
+	}
+}
+
+func TestAReceiverAppliesEveryMessageOfABatchAndDropsOneOverTheLimit(t *testing.T) {
+	s := natstest.NewSite(t)
+	s.Transport = []natstransport.Option{natstransport.WithLimits(natstransport.Limits{MaxBatch: 2})}
+	_, err := s.Run("bob", "", natstest.Performer)
+	require.NoError(t, err)
+	nc := s.Connect("")
+	request := func(id string) []byte {
+		data, err := json.Marshal(&forms.Message{Performative: "request", Sender: "alice", Receivers: []string{"bob"}, Protocol: "fipa-request",
+			ConversationID: id, ReplyWith: id + "-r", Content: map[string]any{"action": "paint"}})
+		require.NoError(t, err)
+		return data
+	}
+	batch := func(ids ...string) []byte {
+		var parts [][]byte
+		for _, id := range ids {
+			parts = append(parts, request(id))
+		}
+		return append(append([]byte("["), bytes.Join(parts, []byte(","))...), ']')
+	}
+	require.NoError(t, nc.Publish("parley.msg.bob.alice", batch("alice-x1", "alice-x2", "alice-x3")))
+	require.NoError(t, nc.Publish("parley.msg.bob.alice", batch("alice-b1", "alice-b2")))
+	require.NoError(t, nc.Publish("parley.msg.bob.alice", request("alice-s1")))
+	require.Eventually(t, func() bool { return s.Applied("bob", "alice-s1", "request") == 1 }, 20*time.Second, 10*time.Millisecond)
+	for _, id := range []string{"alice-b1", "alice-b2"} {
+		assert.Equal(t, 1, s.Applied("bob", id, "request"), "bob applied %s of the batch", id)
+	}
+	for _, id := range []string{"alice-x1", "alice-x2", "alice-x3"} {
+		assert.Zero(t, s.Applied("bob", id, "request"), "bob dropped the batch over the limit, with %s", id)
+	}
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	cons, err := js.Consumer(context.Background(), natstransport.DefaultStream, natstransport.ConsumerPrefix+"bob")
+	require.NoError(t, err)
+	assert.Eventually(t, func() bool {
+		info, err := cons.Info(context.Background())
+		return err == nil && info.NumAckPending == 0 && info.NumPending == 0
+	}, 20*time.Second, 10*time.Millisecond, "bob acknowledged every delivery")
 }
