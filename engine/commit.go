@@ -64,8 +64,7 @@ func (h *Handler) commitMove(i, k int, to CommitmentState, at time.Time, cause s
 	inst.state = to
 	inst.epoch = h.next()
 	inst.deadline = 0
-	e := out.commits.get()
-	*e = CommitmentEvent{At: at, Name: c.name, State: to, Debtor: h.agentOf(i, c.debtor), Creditor: h.agentOf(i, c.creditor), Session: h.sessionName(i), Cause: cause}
+	e := out.commits.put(CommitmentEvent{At: at, Name: c.name, State: to, Debtor: h.agentOf(i, c.debtor), Creditor: h.agentOf(i, c.creditor), Session: h.sessionName(i), Cause: cause})
 	out.events = append(out.events, e)
 	if timer := c.timer(to); timer >= 0 {
 		d := h.deadline(s, timer, at)

@@ -167,6 +167,18 @@ type Queue struct {
 	commits   pool[CommitmentEvent]
 	loads     pool[LoadCPEvent]
 	dones     pool[CPDoneEvent]
+	text      []byte // reused to build the reasons of protocol errors
+	reason    string // the last reason built in text
+}
+
+// reasonOf returns b as a string: the last one it returned when b spells
+// the same, so that a peer repeating a rejected message costs no
+// allocation for its reason.
+func (q *Queue) reasonOf(b []byte) string {
+	if string(b) != q.reason {
+		q.reason = string(b)
+	}
+	return q.reason
 }
 
 // Events returns the events appended since the last Reset, in order.
@@ -204,6 +216,19 @@ func (p *pool[T]) get() *T {
 	}
 	x := &p.items[p.n]
 	*x = zero
+	p.n++
+	return x
+}
+
+// put hands out the next element set to v, in one write where get and an
+// assignment would write it twice.
+func (p *pool[T]) put(v T) *T {
+	if p.n == len(p.items) {
+		p.items = append(p.items, v)
+	} else {
+		p.items[p.n] = v
+	}
+	x := &p.items[p.n]
 	p.n++
 	return x
 }

@@ -453,14 +453,17 @@ func (h *Handler) deadline(s *session, k int, at time.Time) time.Time {
 // emitTimer asks to set or cancel timer name of session i, armed by
 // commitment (or by the state, for "").
 func (h *Handler) emitTimer(out *Queue, op TimerOp, at time.Time, name, commitment string, i int, epoch uint64, deadline time.Time) {
-	e := out.timers.get()
-	*e = TimerEvent{At: at, Op: op, Name: name, Commitment: commitment, Session: h.sessionName(i), Deadline: deadline, Epoch: epoch}
+	e := out.timers.put(TimerEvent{At: at, Op: op, Name: name, Commitment: commitment, Session: h.sessionName(i), Deadline: deadline, Epoch: epoch})
 	out.events = append(out.events, e)
 }
 
 func (h *Handler) protocolError(out *Queue, at time.Time, code ErrorCode, i int, m *forms.Message, applied bool, format string, args ...any) {
-	e := out.errs.get()
-	*e = ProtocolErrorEvent{At: at, Code: code, Reason: fmt.Sprintf(format, args...), Message: m, Applied: applied}
+	h.report(out, at, code, i, m, applied, fmt.Sprintf(format, args...))
+}
+
+// report emits a protocol error with the given reason.
+func (h *Handler) report(out *Queue, at time.Time, code ErrorCode, i int, m *forms.Message, applied bool, reason string) {
+	e := out.errs.put(ProtocolErrorEvent{At: at, Code: code, Reason: reason, Message: m, Applied: applied})
 	if i >= 0 && i < len(h.sessions) {
 		e.Session = h.sessionName(i)
 		if st := h.sessions[i].state; st >= 0 {

@@ -3,8 +3,10 @@ package engine
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/parleyhq/parley/decision"
 	"github.com/parleyhq/parley/forms"
@@ -224,12 +226,39 @@ func (h *Handler) isDuplicate(s *session, m *forms.Message) bool {
 // a message type of that performative, else quoted and bounded, since a
 // peer can send any performative.
 func (h *Handler) perf(m *forms.Message) string {
-	for k := range h.prog.msgs {
-		if h.prog.msgs[k].form.Type.Performative == m.Performative {
-			return m.Performative
-		}
+	if h.knownPerf(m) {
+		return m.Performative
 	}
 	return policy.Quote(m.Performative)
+}
+
+// appendPerf appends what perf returns to b.
+func (h *Handler) appendPerf(b []byte, m *forms.Message) []byte {
+	if h.knownPerf(m) {
+		return append(b, m.Performative...)
+	}
+	return appendQuote(b, m.Performative)
+}
+
+func (h *Handler) knownPerf(m *forms.Message) bool {
+	for k := range h.prog.msgs {
+		if h.prog.msgs[k].form.Type.Performative == m.Performative {
+			return true
+		}
+	}
+	return false
+}
+
+// appendQuote appends policy.Quote(s) to b without building the string.
+func appendQuote(b []byte, s string) []byte {
+	if len(s) <= policy.MaxQuoted {
+		return strconv.AppendQuote(b, s)
+	}
+	cut := policy.MaxQuoted
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return append(strconv.AppendQuote(b, s[:cut]), "…"...)
 }
 
 // unexpected reports a message no transition of the state accepts,
@@ -252,7 +281,16 @@ func (h *Handler) unexpected(i int, m *forms.Message, at time.Time, out *Queue) 
 		h.protocolError(out, at, CodeWrongRole, i, m, false, "%s sent %s, which only %s sends here; %s", policy.Quote(m.Sender), pr.msgs[mt.t.msg].name, pr.role, sp.allowText)
 		return
 	}
-	h.protocolError(out, at, CodeUnexpected, i, m, false, "unexpected %s from %s: %s", h.perf(m), policy.Quote(m.Sender), sp.allowText)
+	// The most common rejection, so its reason is built without fmt, in
+	// the queue's reused buffer.
+	b := append(out.text[:0], "unexpected "...)
+	b = h.appendPerf(b, m)
+	b = append(b, " from "...)
+	b = appendQuote(b, m.Sender)
+	b = append(b, ": "...)
+	b = append(b, sp.allowText...)
+	out.text = b
+	h.report(out, at, CodeUnexpected, i, m, false, out.reasonOf(b))
 }
 
 // sent handles a message this handler's own agent sent, as a monitor
