@@ -40,7 +40,10 @@ import (
 //     acknowledgement; the receiver consumes it through its durable
 //     consumer and acknowledges it.
 //   - pipelined: the same with natstransport.WithPipelining: Send
-//     returns once the message is handed to the connection.
+//     returns once the message is queued, and the messages queued for a
+//     receiver while a publish to it is in flight go in its next publish,
+//     as one stream message (a batch), acknowledged by the receiver once
+//     it has applied every message of it.
 //   - natskv: pipelined, with a store/natskv store each: every step is
 //     also committed to the key-value bucket before its messages leave.
 //

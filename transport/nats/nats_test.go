@@ -195,7 +195,7 @@ func TestPipelinedMessagesTheStreamRefusesArePublishedAgainInOrder(t *testing.T)
 		want = append(want, m.ReplyWith)
 	}
 	// bob reads, and so makes room for what the stream refused.
-	got, _ := readBatches(ctx, t, nc, "FEW", "few.bob.*", len(want))
+	got, _ := readBatches(ctx, t, nc, "FEW", "few", "bob", len(want))
 	assert.Equal(t, want, got, "every message once, in order")
 }
 
@@ -249,13 +249,14 @@ func TestNamesAndLimits(t *testing.T) {
 	})
 }
 
-// readBatches reads n messages from receiver's subjects of stream, one
-// stream message at a time, and returns the reply-with of each message
-// and how many stream messages held them.
-func readBatches(ctx context.Context, t *testing.T, nc *natsio.Conn, stream, subjects string, n int) (got []string, batches []int) {
+// readBatches reads n messages for receiver from stream (subjects
+// <prefix>.<receiver>.*), one stream message at a time, and returns the
+// reply-with of each message and how many each stream message held.
+func readBatches(ctx context.Context, t *testing.T, nc *natsio.Conn, stream, prefix, receiver string, n int) (got []string, batches []int) {
 	js, err := jetstream.New(nc)
 	require.NoError(t, err)
-	cons, err := js.CreateOrUpdateConsumer(ctx, stream, jetstream.ConsumerConfig{Durable: "reader", FilterSubject: subjects, AckPolicy: jetstream.AckExplicitPolicy})
+	cons, err := js.CreateOrUpdateConsumer(ctx, stream, jetstream.ConsumerConfig{Durable: "reader-" + receiver, FilterSubject: prefix + "." + receiver + ".*",
+		AckPolicy: jetstream.AckExplicitPolicy})
 	require.NoError(t, err)
 	for len(got) < n {
 		fetched, err := cons.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
@@ -296,7 +297,7 @@ func TestPipelinedMessagesWaitingForOneReceiverGoInBatches(t *testing.T) {
 		require.NoError(t, tr.Send(ctx, m))
 		want = append(want, m.ReplyWith)
 	}
-	got, batches := readBatches(ctx, t, nc, "ONE", "one.bob.*", len(want))
+	got, batches := readBatches(ctx, t, nc, "ONE", "one", "bob", len(want))
 	assert.Equal(t, want, got, "every message once, in order")
 	assert.Less(t, len(batches), len(want), "messages that waited went together")
 	for _, n := range batches {
@@ -341,4 +342,34 @@ func TestAReceiverAppliesEveryMessageOfABatchAndDropsOneOverTheLimit(t *testing.
 		info, err := cons.Info(context.Background())
 		return err == nil && info.NumAckPending == 0 && info.NumPending == 0
 	}, 20*time.Second, 10*time.Millisecond, "bob acknowledged every delivery")
+}
+
+func TestAPipelinedMessageToSeveralReceiversReachesEachInItsConversationsOrder(t *testing.T) {
+	s := natstest.NewSite(t)
+	nc := s.Connect("")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	tr, err := natstransport.New(ctx, nc, "alice", natstransport.WithPipelining(), natstransport.WithStream("MANY"), natstransport.WithPrefix("many"))
+	require.NoError(t, err)
+	defer tr.Close()
+	sends := []struct {
+		to    []string
+		reply string
+	}{{[]string{"bob", "carol"}, "r0"}, {[]string{"bob"}, "r1"}, {[]string{"carol", "bob"}, "r2"}, {[]string{"carol"}, "r3"}}
+	for _, m := range sends {
+		require.NoError(t, tr.Send(ctx, &forms.Message{Performative: "inform", Sender: "alice", Receivers: m.to, ConversationID: "alice-c", ReplyWith: m.reply}))
+	}
+	tests := []struct {
+		name string
+		want []string
+	}{
+		{name: "bob", want: []string{"r0", "r1", "r2"}},
+		{name: "carol", want: []string{"r0", "r2", "r3"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, _ := readBatches(ctx, t, nc, "MANY", "many", tt.name, len(tt.want))
+			assert.Equal(t, tt.want, got, "every copy once, in order")
+		})
+	}
 }
