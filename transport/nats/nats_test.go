@@ -305,35 +305,25 @@ func TestPipelinedMessagesWaitingForOneReceiverGoInBatches(t *testing.T) {
 	}
 }
 
-func TestAReceiverAppliesEveryMessageOfABatchAndDropsOneOverTheLimit(t *testing.T) {
-	s := natstest.NewSite(t)
-	s.Transport = []natstransport.Option{natstransport.WithLimits(natstransport.Limits{MaxBatch: 2})}
-	_, err := s.Run("bob", "", natstest.Performer)
+// request is alice's FIPA request opening conversation id, as JSON.
+func request(t *testing.T, id string) []byte {
+	data, err := json.Marshal(&forms.Message{Performative: "request", Sender: "alice", Receivers: []string{"bob"}, Protocol: "fipa-request",
+		ConversationID: id, ReplyWith: id + "-r", Content: map[string]any{"action": "paint"}})
 	require.NoError(t, err)
-	nc := s.Connect("")
-	request := func(id string) []byte {
-		data, err := json.Marshal(&forms.Message{Performative: "request", Sender: "alice", Receivers: []string{"bob"}, Protocol: "fipa-request",
-			ConversationID: id, ReplyWith: id + "-r", Content: map[string]any{"action": "paint"}})
-		require.NoError(t, err)
-		return data
+	return data
+}
+
+// batch is a batch of alice's requests opening the conversations ids.
+func batch(t *testing.T, ids ...string) []byte {
+	var parts [][]byte
+	for _, id := range ids {
+		parts = append(parts, request(t, id))
 	}
-	batch := func(ids ...string) []byte {
-		var parts [][]byte
-		for _, id := range ids {
-			parts = append(parts, request(id))
-		}
-		return append(append([]byte("["), bytes.Join(parts, []byte(","))...), ']')
-	}
-	require.NoError(t, nc.Publish("parley.msg.bob.alice", batch("alice-x1", "alice-x2", "alice-x3")))
-	require.NoError(t, nc.Publish("parley.msg.bob.alice", batch("alice-b1", "alice-b2")))
-	require.NoError(t, nc.Publish("parley.msg.bob.alice", request("alice-s1")))
-	require.Eventually(t, func() bool { return s.Applied("bob", "alice-s1", "request") == 1 }, 20*time.Second, 10*time.Millisecond)
-	for _, id := range []string{"alice-b1", "alice-b2"} {
-		assert.Equal(t, 1, s.Applied("bob", id, "request"), "bob applied %s of the batch", id)
-	}
-	for _, id := range []string{"alice-x1", "alice-x2", "alice-x3"} {
-		assert.Zero(t, s.Applied("bob", id, "request"), "bob dropped the batch over the limit, with %s", id)
-	}
+	return append(append([]byte("["), bytes.Join(parts, []byte(","))...), ']')
+}
+
+// settled waits until bob's consumer has nothing pending or unacknowledged.
+func settled(t *testing.T, nc *natsio.Conn) {
 	js, err := jetstream.New(nc)
 	require.NoError(t, err)
 	cons, err := js.Consumer(context.Background(), natstransport.DefaultStream, natstransport.ConsumerPrefix+"bob")
@@ -342,6 +332,42 @@ func TestAReceiverAppliesEveryMessageOfABatchAndDropsOneOverTheLimit(t *testing.
 		info, err := cons.Info(context.Background())
 		return err == nil && info.NumAckPending == 0 && info.NumPending == 0
 	}, 20*time.Second, 10*time.Millisecond, "bob acknowledged every delivery")
+}
+
+func TestABusyReceiverAppliesEveryMessageOfABatchOnce(t *testing.T) {
+	s := natstest.NewSite(t)
+	_, err := s.Run("bob", "", natstest.Performer, agent.WithLimits(agent.Limits{MaxQueue: 1}))
+	require.NoError(t, err)
+	nc := s.Connect("")
+	var ids []string
+	for i := range 20 {
+		ids = append(ids, "alice-q"+strconv.Itoa(i))
+	}
+	require.NoError(t, nc.Publish("parley.msg.bob.alice", batch(t, ids...)))
+	require.Eventually(t, func() bool { return s.Applied("bob", ids[len(ids)-1], "request") == 1 }, 20*time.Second, 10*time.Millisecond)
+	settled(t, nc)
+	for _, id := range ids {
+		assert.Equal(t, 1, s.Applied("bob", id, "request"), "bob applied %s once", id)
+	}
+}
+
+func TestAReceiverAppliesEveryMessageOfABatchAndDropsOneOverTheLimit(t *testing.T) {
+	s := natstest.NewSite(t)
+	s.Transport = []natstransport.Option{natstransport.WithLimits(natstransport.Limits{MaxBatch: 2})}
+	_, err := s.Run("bob", "", natstest.Performer)
+	require.NoError(t, err)
+	nc := s.Connect("")
+	require.NoError(t, nc.Publish("parley.msg.bob.alice", batch(t, "alice-x1", "alice-x2", "alice-x3")))
+	require.NoError(t, nc.Publish("parley.msg.bob.alice", batch(t, "alice-b1", "alice-b2")))
+	require.NoError(t, nc.Publish("parley.msg.bob.alice", request(t, "alice-s1")))
+	require.Eventually(t, func() bool { return s.Applied("bob", "alice-s1", "request") == 1 }, 20*time.Second, 10*time.Millisecond)
+	for _, id := range []string{"alice-b1", "alice-b2"} {
+		assert.Equal(t, 1, s.Applied("bob", id, "request"), "bob applied %s of the batch", id)
+	}
+	for _, id := range []string{"alice-x1", "alice-x2", "alice-x3"} {
+		assert.Zero(t, s.Applied("bob", id, "request"), "bob dropped the batch over the limit, with %s", id)
+	}
+	settled(t, nc)
 }
 
 func TestAPipelinedMessageToSeveralReceiversReachesEachInItsConversationsOrder(t *testing.T) {
