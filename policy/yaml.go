@@ -739,6 +739,11 @@ func (l *yamlLoader) states(p *Policy, n *yaml.Node) {
 		l.d.errorf(CodeLimit, l.pos(n), "%d states, more than the limit of %d", len(pairs), l.limits.MaxStates)
 		return
 	}
+	if n.Anchor == "" {
+		// No alias can name this mapping, so nothing reads it again: from
+		// here on pairs holds the only references to the states' nodes.
+		clear(n.Content)
+	}
 	p.States = make([]*State, 0, len(pairs))
 	for i, pr := range pairs {
 		s := &State{Name: pr.key, Pos: l.pos(pr.k), Kind: KindNormal}
@@ -749,10 +754,6 @@ func (l *yamlLoader) states(p *Policy, n *yaml.Node) {
 		// the node tree and the model are not both whole at once. (An
 		// alias keeps its own reference to an anchored node.)
 		pairs[i] = yamlPair{}
-	}
-	if n.Anchor == "" {
-		// No alias can name this mapping, so nothing reads it again.
-		clear(n.Content)
 	}
 }
 
