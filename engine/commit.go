@@ -16,7 +16,11 @@ func (h *Handler) commitOp(i int, op commitOp, at time.Time, cause string, out *
 	pr := h.prog
 	s := &h.sessions[i]
 	if s.commits == nil {
-		s.commits = make([]commitInst, len(pr.commits))
+		if len(pr.commits) <= len(s.cm) {
+			s.commits = s.cm[:len(pr.commits)]
+		} else {
+			s.commits = make([]commitInst, len(pr.commits))
+		}
 	}
 	c := &pr.commits[op.commit]
 	inst := &s.commits[op.commit]

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/parleyhq/parley/decision"
@@ -84,16 +85,17 @@ type Handler struct {
 	mode    Mode
 	started bool
 	done    bool
-	aborted bool   // done by Abort
+	aborted bool // done by Abort
+	// ended counts ended sessions.
+	ended   int32
 	counter uint64 // advanced at every state change and decision
 	seq     uint64 // reply-with numbers
 	peers   []string
 	// sessions holds one session, or one per peer of the many role.
 	sessions []session
 	// many holds the bookkeeping of a handler with a many role's sessions
-	// (nil otherwise); ended counts ended sessions.
-	many  *manyState
-	ended int32
+	// (nil otherwise).
+	many *manyState
 	// held holds messages that arrived before the role can take them, in
 	// arrival order (see MaxHeld).
 	held []heldMsg
@@ -119,19 +121,22 @@ type session struct {
 	lastReplyWith string
 	lastInReplyTo string
 	lastMsg       int32 // the message type, plus one; 0 for none
-	lastSender    string
-	content       map[string]any
+	// messages and visits count what the run budget bounds: messages
+	// exchanged, and entries into each state (nil without a visits
+	// budget).
+	messages   int32
+	visits     []int32
+	lastSender string
+	content    map[string]any
 	// reply-with of the last two messages sent to this peer.
 	sent     [2]string
 	vars     map[string]any
 	srcTimes []int64 // the latest value of each deadline source (Unix nanoseconds)
 	src      [1]int64
-	commits  []commitInst
-	// messages and visits count what the run budget bounds: messages
-	// exchanged, and entries into each state (nil without a visits
-	// budget).
-	messages int32
-	visits   []int32
+	// commits holds the state of each commitment of the program, nil
+	// until one is created; it points into cm when one is enough.
+	commits []commitInst
+	cm      [1]commitInst
 }
 
 type commitInst struct {
@@ -164,22 +169,33 @@ func (pr *Program) NewHandler(conversationID, self string, opts ...HandlerOption
 	}
 	h.peers = h.peerSlots()
 	h.peers[pr.roleIdx] = self
-	cfg := handlerConfig{h: h}
-	for _, opt := range opts {
-		opt(&cfg)
-	}
-	if cfg.err != nil {
-		return nil, cfg.err
-	}
 	if pr.manyRole < 0 {
 		h.one[0] = newSession("")
 		h.sessions = h.one[:1]
 	}
+	if len(opts) == 0 {
+		return h, nil
+	}
+	// The options see the configuration through a pointer, which makes it
+	// escape: take it from a pool rather than allocate one per handler.
+	cfg := configs.Get().(*handlerConfig)
+	*cfg = handlerConfig{h: h}
+	for _, opt := range opts {
+		opt(cfg)
+	}
+	err, content := cfg.err, cfg.content
+	*cfg = handlerConfig{}
+	configs.Put(cfg)
+	if err != nil {
+		return nil, err
+	}
 	for i := range h.sessions {
-		h.sessions[i].content = cfg.content
+		h.sessions[i].content = content
 	}
 	return h, nil
 }
+
+var configs = sync.Pool{New: func() any { return new(handlerConfig) }}
 
 // peerSlots returns room for the agent of each role, inside the handler
 // when there are few roles.
@@ -524,8 +540,7 @@ func (h *Handler) request(i int, ticket uint64) decision.Request {
 func (h *Handler) raise(i int, at time.Time, out *Queue) {
 	t := h.ticketFor(i)
 	h.sessions[i].ticket = t
-	e := out.decisions.get()
-	e.At, e.Ticket, e.Request = at, t, h.request(i, t)
+	e := out.decisions.put(DecisionEvent{At: at, Ticket: t, Request: h.request(i, t)})
 	out.events = append(out.events, e)
 }
 
