@@ -9,6 +9,11 @@
 # a shared machine lands on one sample of every library rather than on all
 # samples of one.
 #
+# BENCH=<regexp> ./run.sh runs only the benchmarks it matches (all by
+# default), e.g. BENCH='^(PingPong|Guard|RequestConversation|Rejected|LiveInitiators|ContractNet)$'
+# for the engine's scenarios without the manager, durability, NATS and
+# validation runs.
+#
 # AT=<commit> ./run.sh measures that commit as committed (Parley and this
 # module, exported with git archive) rather than the working tree, so that
 # work in progress elsewhere in the tree neither skews nor breaks a run.
@@ -31,6 +36,6 @@ else
 fi
 echo "parley: $rev" > results.txt
 for _ in $(seq "${COUNT:-6}"); do
-  "$tmp/bench.test" -test.run XXX -test.bench . -test.benchmem -test.count 1 -test.timeout 30m >> results.txt
+  "$tmp/bench.test" -test.run XXX -test.bench "${BENCH:-.}" -test.benchmem -test.count 1 -test.timeout 30m >> results.txt
 done
 go run ./cmd/benchtable results.txt
