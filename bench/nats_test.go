@@ -41,9 +41,9 @@ import (
 //     consumer and acknowledges it.
 //   - pipelined: the same with natstransport.WithPipelining: Send
 //     returns once the message is queued, and the messages queued for a
-//     receiver while a publish to it is in flight go in its next publish,
-//     as one stream message (a batch), acknowledged by the receiver once
-//     it has applied every message of it.
+//     receiver while a publish to it is in flight wait for it and go in
+//     one publish, as one stream message (a batch), acknowledged by the
+//     receiver once it has applied every message of it.
 //   - natskv: pipelined, with a store/natskv store each: every step is
 //     also committed to the key-value bucket before its messages leave.
 //

@@ -93,9 +93,10 @@ const (
 // Limits bound what peers can make a transport and its stream spend. A
 // zero field keeps its default (DefaultLimits).
 type Limits struct {
-	// MaxMessageBytes is the largest message, encoded, that the stream
-	// stores and a receiver reads. Default 1 MiB (the NATS server's
-	// default max_payload).
+	// MaxMessageBytes is the largest stream message, encoded with its
+	// headers, that the stream stores and a receiver reads: Send refuses
+	// a message of more than MaxMessageBytes less 128 bytes. Default 1 MiB
+	// (the NATS server's default max_payload).
 	MaxMessageBytes int
 	// MaxPerSender is the most stream messages (each a message, or a
 	// batch of up to MaxBatch) one sender may have stored and not yet
@@ -197,11 +198,12 @@ func keep[T int | int64 | time.Duration](dst *T, v T) {
 
 // WithPipelining makes Send return once the message is queued, without
 // waiting for the stream to store it, so that a manager's sender does not
-// wait one round trip per message. At most one publish per receiver is
-// in flight: the copies queued for a receiver meanwhile go in its next
-// publish, as one stream message (a JSON array of up to Limits.MaxBatch
-// messages and Limits.MaxMessageBytes bytes), so that the stream stores,
-// delivers and removes one message for many. A goroutine per publish
+// wait one round trip per message. A copy queued for a receiver with no
+// publish in flight is published at once; the copies queued while one is
+// in flight wait for it, unless they fill a batch, and go in one publish,
+// as one stream message (a JSON array of up to Limits.MaxBatch messages
+// and Limits.MaxMessageBytes bytes), so that the stream stores, delivers
+// and removes one message for many. A goroutine per publish
 // waits for the stream's acknowledgement, publishes again (with backoff,
 // until the transport closes) what the stream did not store, and only
 // then acknowledges each copy to the manager. A conversation's messages
@@ -509,8 +511,8 @@ func (t *Transport) Send(ctx context.Context, m *forms.Message) error {
 	if err != nil {
 		return fmt.Errorf("nats: encode: %w", err)
 	}
-	if len(data) > t.o.limits.MaxMessageBytes {
-		return fmt.Errorf("nats: message of %d bytes, over the limit of %d", len(data), t.o.limits.MaxMessageBytes)
+	if len(data) > t.maxBatchBytes() {
+		return fmt.Errorf("nats: message of %d bytes, over the limit of %d (and %d for headers)", len(data), t.maxBatchBytes(), headerRoom)
 	}
 	id := agent.MessageID(m)
 	var errs []error
@@ -577,13 +579,13 @@ type outCopy struct {
 	to  string
 }
 
-// outQueue holds the copies waiting for one receiver while a batch of
-// earlier ones is being stored: at most one batch per receiver is in
-// flight, and the next takes every copy that waited meanwhile.
+// outQueue holds the copies waiting for one receiver, and their bytes
+// encoded, while publishes of earlier ones to it are in flight.
 type outQueue struct {
-	to      string
-	waiting []outCopy
-	busy    bool
+	to       string
+	waiting  []outCopy
+	bytes    int
+	inflight int
 }
 
 // pipelined queues m's copies behind the previous message of its root
@@ -624,8 +626,8 @@ type pending struct {
 	to  []string
 }
 
-// release queues om's copies for their receivers and appends to flush
-// each receiver with no batch in flight. t.pmu is held.
+// release queues om's copies for their receivers and appends their
+// queues to flush. t.pmu is held.
 func (t *Transport) release(om *outMsg, to []string, flush []*outQueue) []*outQueue {
 	for _, r := range to {
 		q := t.queues[r]
@@ -634,36 +636,52 @@ func (t *Transport) release(om *outMsg, to []string, flush []*outQueue) []*outQu
 			t.queues[r] = q
 		}
 		q.waiting = append(q.waiting, outCopy{msg: om, to: r})
-		if !q.busy {
-			q.busy = true
-			flush = append(flush, q)
-		}
+		q.bytes += len(om.data) + 1
+		flush = append(flush, q)
 	}
 	return flush
 }
 
-// flush publishes the copies waiting for q's receiver, as many as fit in
-// one batch, and waits for the stream to store them on a goroutine of
-// its own. q is busy; it is idle again once nothing waits.
+// ready reports whether the copies waiting for q's receiver are to be
+// published now: none is in flight, or they fill a batch. A receiver's
+// copies thus wait for its publish in flight unless they are many, and
+// go together. t.pmu is held.
+func (t *Transport) ready(q *outQueue) bool {
+	return len(q.waiting) > 0 && (q.inflight == 0 || len(q.waiting) >= t.o.limits.MaxBatch || q.bytes >= t.maxBatchBytes())
+}
+
+// maxBatchBytes is the most bytes of a batch: a stream message holds its
+// headers too.
+func (t *Transport) maxBatchBytes() int { return t.o.limits.MaxMessageBytes - headerRoom }
+
+// headerRoom is the room left in a stream message for its headers.
+const headerRoom = 128
+
+// flush publishes the copies waiting for q's receiver while they are
+// ready, at most Limits.MaxBatch and maxBatchBytes at a time, each batch
+// waited for by a goroutine of its own.
 func (t *Transport) flush(q *outQueue) {
-	t.pmu.Lock()
-	n, size := 0, 1
-	for n < len(q.waiting) && n < t.o.limits.MaxBatch {
-		if size += len(q.waiting[n].msg.data) + 1; n > 0 && size > t.o.limits.MaxMessageBytes {
-			break
+	for {
+		t.pmu.Lock()
+		if !t.ready(q) {
+			t.pmu.Unlock()
+			return
 		}
-		n++
-	}
-	if n == 0 {
-		q.busy = false
-		delete(t.queues, q.to)
+		n, size := 0, 1
+		for n < len(q.waiting) && n < t.o.limits.MaxBatch {
+			if size += len(q.waiting[n].msg.data) + 1; n > 0 && size > t.maxBatchBytes() {
+				size -= len(q.waiting[n].msg.data) + 1
+				break
+			}
+			n++
+		}
+		batch := q.waiting[:n:n]
+		q.waiting = q.waiting[n:]
+		q.bytes -= size - 1
+		q.inflight++
 		t.pmu.Unlock()
-		return
+		go t.settle(q, batch)
 	}
-	batch := q.waiting[:n:n]
-	q.waiting = q.waiting[n:]
-	t.pmu.Unlock()
-	go t.settle(q, batch)
 }
 
 // settle publishes batch, waits until the stream has stored it
@@ -704,6 +722,9 @@ func (t *Transport) settle(q *outQueue, batch []outCopy) {
 	mgr := t.mgr.Load()
 	var flush []*outQueue
 	t.pmu.Lock()
+	if q.inflight--; q.inflight == 0 && len(q.waiting) == 0 {
+		delete(t.queues, q.to)
+	}
 	for _, c := range batch {
 		if c.msg.left--; c.msg.left > 0 {
 			continue
