@@ -10,7 +10,7 @@
 # samples of one.
 #
 # BENCH=<regexp> ./run.sh runs only the benchmarks it matches (all by
-# default), e.g. BENCH='^(PingPong|Guard|RequestConversation|Rejected|LiveInitiators|ContractNet)$'
+# default), e.g. BENCH='^Benchmark(PingPong|Guard|RequestConversation|Rejected|LiveInitiators|ContractNet)$'
 # for the engine's scenarios without the manager, durability, NATS and
 # validation runs.
 #
