@@ -179,24 +179,50 @@ func TestTheServerRefusesAnAgentClaimingAnotherName(t *testing.T) {
 	})
 }
 
+// TestPipelinedMessagesTheStreamRefusesArePublishedAgainInOrder: the
+// stream holds few stream messages from alice to bob, so what she sends
+// after them is refused until bob reads; it is published again, in each
+// conversation's order, and what waited meanwhile goes in batches.
 func TestPipelinedMessagesTheStreamRefusesArePublishedAgainInOrder(t *testing.T) {
-	s := natstest.NewSite(t)
-	nc := s.Connect("")
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	tr, err := natstransport.New(ctx, nc, "alice", natstransport.WithPipelining(), natstransport.WithStream("FEW"), natstransport.WithPrefix("few"),
-		natstransport.WithLimits(natstransport.Limits{MaxPerSender: 2, MaxBatch: 1}))
-	require.NoError(t, err)
-	defer tr.Close()
-	var want []string
-	for i := range 5 {
-		m := &forms.Message{Performative: "inform", Sender: "alice", Receivers: []string{"bob"}, ConversationID: "alice-c", ReplyWith: "r" + strconv.Itoa(i)}
-		require.NoError(t, tr.Send(ctx, m), "a pipelined send does not wait for the stream")
-		want = append(want, m.ReplyWith)
+	tests := []struct {
+		name          string
+		limits        natstransport.Limits
+		messages      int
+		conversations int
+		batched       bool
+	}{
+		{name: "one at a time", limits: natstransport.Limits{MaxPerSender: 2, MaxBatch: 1}, messages: 5, conversations: 1},
+		{name: "in batches", limits: natstransport.Limits{MaxPerSender: 1, MaxBatch: 3}, messages: 10, conversations: 3, batched: true},
 	}
-	// bob reads, and so makes room for what the stream refused.
-	got, _ := readBatches(ctx, t, nc, "FEW", "few", "bob", len(want))
-	assert.Equal(t, want, got, "every message once, in order")
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := natstest.NewSite(t)
+			nc := s.Connect("")
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			stream, prefix := "FEW"+strconv.Itoa(i), "few"+strconv.Itoa(i)
+			tr, err := natstransport.New(ctx, nc, "alice", natstransport.WithPipelining(), natstransport.WithStream(stream), natstransport.WithPrefix(prefix),
+				natstransport.WithLimits(tt.limits))
+			require.NoError(t, err)
+			defer tr.Close()
+			var want []string
+			for i := range tt.messages {
+				m := &forms.Message{Performative: "inform", Sender: "alice", Receivers: []string{"bob"},
+					ConversationID: "alice-c" + strconv.Itoa(i%tt.conversations), ReplyWith: "r" + strconv.Itoa(i)}
+				require.NoError(t, tr.Send(ctx, m), "a pipelined send does not wait for the stream")
+				want = append(want, m.ReplyWith)
+			}
+			// bob reads, and so makes room for what the stream refused.
+			got, batches := readBatches(ctx, t, nc, stream, prefix, "bob", len(want))
+			assert.Equal(t, want, got, "every message once, in order")
+			for _, n := range batches {
+				assert.LessOrEqual(t, n, tt.limits.MaxBatch, "no batch over MaxBatch")
+			}
+			if tt.batched {
+				assert.Less(t, len(batches), len(want), "messages that waited went together")
+			}
+		})
+	}
 }
 
 func TestSendRefusesAnotherSender(t *testing.T) {
@@ -278,31 +304,6 @@ func readBatches(ctx context.Context, t *testing.T, nc *natsio.Conn, stream, pre
 		require.NoError(t, fetched.Error())
 	}
 	return got, batches
-}
-
-func TestPipelinedMessagesWaitingForOneReceiverGoInBatches(t *testing.T) {
-	s := natstest.NewSite(t)
-	nc := s.Connect("")
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	// The stream holds one stream message from alice to bob: what she
-	// sends after the first waits until bob reads.
-	tr, err := natstransport.New(ctx, nc, "alice", natstransport.WithPipelining(), natstransport.WithStream("ONE"), natstransport.WithPrefix("one"),
-		natstransport.WithLimits(natstransport.Limits{MaxPerSender: 1, MaxBatch: 3}))
-	require.NoError(t, err)
-	defer tr.Close()
-	var want []string
-	for i := range 10 {
-		m := &forms.Message{Performative: "inform", Sender: "alice", Receivers: []string{"bob"}, ConversationID: "alice-c" + strconv.Itoa(i%3), ReplyWith: "r" + strconv.Itoa(i)}
-		require.NoError(t, tr.Send(ctx, m))
-		want = append(want, m.ReplyWith)
-	}
-	got, batches := readBatches(ctx, t, nc, "ONE", "one", "bob", len(want))
-	assert.Equal(t, want, got, "every message once, in order")
-	assert.Less(t, len(batches), len(want), "messages that waited went together")
-	for _, n := range batches {
-		assert.LessOrEqual(t, n, 3, "no batch over MaxBatch")
-	}
 }
 
 // request is alice's FIPA request opening conversation id, as JSON.
