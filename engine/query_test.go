@@ -209,7 +209,7 @@ func TestQueryConversations(t *testing.T) {
 				bob: commitment answer released bob->alice (cancel)
 				bob: timer cancel answer
 				bob: timer set cancel-reply +32s
-				bob: decide cancelling [inform-done failure inform-tf inform-result refuse agree not-understood]`},
+				bob: decide cancelling [inform-done failure inform-tf inform-result]`},
 			step{at: 3 * time.Second, do: say("bob", "failure", content{"reason": "already sent"}), want: `
 				bob: send failure bob->alice rw=c1/bob#2 irt=c1/alice#2 {"reason":"already sent"}
 				bob: timer cancel cancel-reply

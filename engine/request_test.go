@@ -170,7 +170,7 @@ func TestRequestConversations(t *testing.T) {
 				bob: commitment perform released bob->alice (cancel)
 				bob: timer cancel result
 				bob: timer set cancel-reply +32s
-				bob: decide cancelling [inform-done failure inform-result refuse agree not-understood]`},
+				bob: decide cancelling [inform-done failure inform-result]`},
 			step{at: 3 * time.Second, do: say("bob", "inform-done", nil), want: `
 				bob: send inform bob->alice rw=c1/bob#2 irt=c1/alice#2
 				bob: timer cancel cancel-reply
@@ -189,7 +189,7 @@ func TestRequestConversations(t *testing.T) {
 				bob: commitment perform released bob->alice (cancel)
 				bob: timer cancel result
 				bob: timer set cancel-reply +32s
-				bob: decide cancelling [inform-done failure inform-result refuse agree not-understood]`},
+				bob: decide cancelling [inform-done failure inform-result]`},
 			step{at: 3 * time.Second, do: say("bob", "failure", content{"reason": "too late"}), want: `
 				bob: send failure bob->alice rw=c1/bob#2 irt=c1/alice#2 {"reason":"too late"}
 				bob: timer cancel cancel-reply
@@ -210,9 +210,6 @@ func TestRequestConversations(t *testing.T) {
 				bob: timer cancel reply
 				bob: timer set result +5m1s
 				bob: decide agreed [inform-done inform-result failure] {"action":"paint"}
-				alice: commitment perform created bob->alice (agree)
-				alice: commitment perform detached bob->alice (agree)
-				alice: timer set result commitment=perform +5m1s
 				alice: timer cancel cancel-reply
 				alice: timer set cancel-reply +31s`},
 			step{at: 2 * time.Second, do: deliverHeld(), want: `
@@ -220,13 +217,11 @@ func TestRequestConversations(t *testing.T) {
 				bob: commitment perform released bob->alice (cancel)
 				bob: timer cancel result
 				bob: timer set cancel-reply +32s
-				bob: decide cancelling [inform-done failure inform-result refuse agree not-understood]`},
+				bob: decide cancelling [inform-done failure inform-result]`},
 			step{at: 3 * time.Second, do: say("bob", "inform-done", content{"done": true}), want: `
 				bob: send inform bob->alice rw=c1/bob#2 irt=c1/alice#2 {"done":true}
 				bob: timer cancel cancel-reply
 				bob: done cancelled
-				alice: timer cancel result commitment=perform
-				alice: commitment perform discharged bob->alice (inform-done)
 				alice: timer cancel cancel-reply
 				alice: done cancelled`},
 		)},
@@ -274,7 +269,7 @@ func TestRequestConversations(t *testing.T) {
 				bob: commitment perform released bob->alice (cancel)
 				bob: timer cancel result
 				bob: timer set cancel-reply +32s
-				bob: decide cancelling [inform-done failure inform-result refuse agree not-understood]`},
+				bob: decide cancelling [inform-done failure inform-result]`},
 			step{at: 32 * time.Second, do: fireEach("cancel-reply", "alice", "bob"), want: `
 				alice: timer cancel cancel-reply
 				alice: done timeout

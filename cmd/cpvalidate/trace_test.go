@@ -32,6 +32,9 @@ var traceCases = []struct {
 	{name: "request-refuse", code: exitOK},
 	{name: "request-agree-failure", code: exitOK}, // a commitment warning, no error
 	{name: "request-cancel", code: exitOK},
+	// An agree that crosses the cancel creates no commitment, so the
+	// cancel-reply timeout leaves none open on either side.
+	{name: "request-agree-crosses-cancel", code: exitOK},
 	{name: "request-timeout", code: exitOK},
 	{name: "request-late", code: exitErrors},
 	{name: "request-after-end", code: exitErrors},
