@@ -108,12 +108,11 @@ type Limits struct {
 	MaxStreamBytes int64
 	// MaxPending is the most stream messages delivered to the receiver
 	// and not yet acknowledged (the consumer's max ack pending, and the
-	// client's buffer): the receiver holds at most MaxPending times
-	// MaxMessageBytes bytes of messages its busy manager has not taken
-	// yet. Default 1,024.
+	// client's buffer). Default 1,024.
 	MaxPending int
 	// MaxPendingBytes bounds the bytes of the messages the client
-	// buffers for the receiver. Default 64 MiB.
+	// buffers for the receiver, and those of the batches, partly applied,
+	// it keeps for a busy manager. Default 64 MiB.
 	MaxPendingBytes int
 	// AckWait is how long the server waits for a receiver's
 	// acknowledgement before it delivers the message again. Default 30 s.
@@ -123,9 +122,9 @@ type Limits struct {
 	// its context ends. Default 4,096.
 	MaxInFlight int
 	// Redeliver is how long a receiver whose manager is busy
-	// (agent.ErrBusy) or not yet resumed waits before handing it the
-	// message again; it tells the server meanwhile that the delivery is in
-	// progress, so that the server does not deliver it again. Default 1 s.
+	// (agent.ErrBusy) or not yet resumed has the server wait before
+	// delivering a message again or, for a batch partly applied, waits
+	// before handing the manager its rest. Default 1 s.
 	Redeliver time.Duration
 	// MaxBatch is the most messages a pipelined sender publishes to one
 	// receiver as one stream message, and the most a receiver reads from
@@ -252,8 +251,10 @@ type Transport struct {
 	roots  map[string][]pending
 	queues map[string]*outQueue
 	slots  chan struct{}
-	stop   chan struct{}
-	stopO  sync.Once
+	// held is the bytes of the batches kept for a busy manager.
+	held  atomic.Int64
+	stop  chan struct{}
+	stopO sync.Once
 }
 
 var _ agent.Transport = (*Transport)(nil)
@@ -437,6 +438,8 @@ type delivery struct {
 	raws   []json.RawMessage
 	next   int
 	left   atomic.Int64
+	// kept is set while the delivery counts in Transport.held.
+	kept bool
 }
 
 // applied counts one message of the delivery as applied (or refused for
@@ -448,13 +451,26 @@ func (d *delivery) applied() {
 }
 
 // run hands the delivery's messages to the manager from next on. When
-// the manager is busy (agent.ErrBusy) or not yet resumed, it tries the
-// rest again after Limits.Redeliver, telling the server the delivery is
-// in progress so that it is not delivered again meanwhile.
+// the manager is busy (agent.ErrBusy) or not yet resumed before it took
+// any, the server delivers the message again after Limits.Redeliver. A
+// batch it has taken part of is kept instead, so that its part is not
+// applied twice (a receiver without a store would), and its rest handed
+// again after Redeliver, the server told that the delivery is in
+// progress: on a timer while the batches kept fit in
+// Limits.MaxPendingBytes, and otherwise on the consumer's goroutine,
+// which stops the agent's deliveries meanwhile.
 func (d *delivery) run() {
 	t := d.t
 	m := t.mgr.Load()
-	for ; d.next < len(d.raws); d.next++ {
+	size := int64(len(d.msg.Data()))
+	later := false
+	defer func() {
+		if !later && d.kept { // once later, d is the timer's
+			t.held.Add(-size)
+			d.kept = false
+		}
+	}()
+	for d.next < len(d.raws) {
 		if t.stopped() {
 			_ = d.msg.Nak() // delivered again, to the agent's next consumer
 			return
@@ -462,13 +478,30 @@ func (d *delivery) run() {
 		var fm forms.Message
 		if err := json.Unmarshal(d.raws[d.next], &fm); err != nil {
 			d.refused("not a message: " + policy.Quote(err.Error()))
+			d.next++
 			continue
 		}
 		err := m.DeliverAcked(d.sender, &fm, d.applied)
 		switch {
 		case err == nil:
 		case errors.Is(err, agent.ErrBusy), errors.Is(err, agent.ErrNotResumed):
+			if d.next == 0 {
+				_ = d.msg.NakWithDelay(t.o.limits.Redeliver)
+				return
+			}
 			_ = d.msg.InProgress()
+			if !d.kept {
+				if t.held.Add(size) > int64(t.o.limits.MaxPendingBytes) {
+					t.held.Add(-size)
+					select {
+					case <-time.After(t.o.limits.Redeliver):
+					case <-t.stop:
+					}
+					continue // the same message again
+				}
+				d.kept = true
+			}
+			later = true
 			time.AfterFunc(t.o.limits.Redeliver, d.run)
 			return
 		case errors.Is(err, agent.ErrClosed):
@@ -476,6 +509,7 @@ func (d *delivery) run() {
 		default:
 			d.refused(err.Error()) // the manager refused it: sending it again changes nothing
 		}
+		d.next++
 	}
 }
 

@@ -335,20 +335,36 @@ func settled(t *testing.T, nc *natsio.Conn) {
 	}, 20*time.Second, 10*time.Millisecond, "bob acknowledged every delivery")
 }
 
+// TestABusyReceiverAppliesEveryMessageOfABatchOnce: bob's manager takes
+// one input at a time, so most of a batch finds it busy. The rest of the
+// batch is kept and handed again later, on a timer or, when keeping it
+// would go over MaxPendingBytes, on the consumer's goroutine.
 func TestABusyReceiverAppliesEveryMessageOfABatchOnce(t *testing.T) {
-	s := natstest.NewSite(t)
-	_, err := s.Run("bob", "", natstest.Performer, agent.WithLimits(agent.Limits{MaxQueue: 1}))
-	require.NoError(t, err)
-	nc := s.Connect("")
-	var ids []string
-	for i := range 20 {
-		ids = append(ids, "alice-q"+strconv.Itoa(i))
+	tests := []struct {
+		name   string
+		limits natstransport.Limits
+	}{
+		{name: "on a timer"},
+		{name: "on the consumer", limits: natstransport.Limits{MaxPendingBytes: 1}},
 	}
-	require.NoError(t, nc.Publish("parley.msg.bob.alice", batch(t, ids...)))
-	require.Eventually(t, func() bool { return s.Applied("bob", ids[len(ids)-1], "request") == 1 }, 20*time.Second, 10*time.Millisecond)
-	settled(t, nc)
-	for _, id := range ids {
-		assert.Equal(t, 1, s.Applied("bob", id, "request"), "bob applied %s once", id)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := natstest.NewSite(t)
+			s.Transport = []natstransport.Option{natstransport.WithLimits(tt.limits)}
+			_, err := s.Run("bob", "", natstest.Performer, agent.WithLimits(agent.Limits{MaxQueue: 1}))
+			require.NoError(t, err)
+			nc := s.Connect("")
+			var ids []string
+			for i := range 20 {
+				ids = append(ids, "alice-q"+strconv.Itoa(i))
+			}
+			require.NoError(t, nc.Publish("parley.msg.bob.alice", batch(t, ids...)))
+			require.Eventually(t, func() bool { return s.Applied("bob", ids[len(ids)-1], "request") == 1 }, 20*time.Second, 10*time.Millisecond)
+			settled(t, nc)
+			for _, id := range ids {
+				assert.Equal(t, 1, s.Applied("bob", id, "request"), "bob applied %s once", id)
+			}
+		})
 	}
 }
 
