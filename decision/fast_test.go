@@ -2,6 +2,8 @@ package decision
 
 import (
 	"math"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -105,4 +107,50 @@ func TestReadsMsg(t *testing.T) {
 			assert.Equal(t, tt.want, prog.ReadsMsg())
 		})
 	}
+}
+
+// FuzzFastPathAgreesWithTheVM builds a comparison of a content field
+// with a literal, and a value for the field, from the fuzzer's input, and
+// checks the fast path against expr's VM: the same result, or both fail.
+func FuzzFastPathAgreesWithTheVM(f *testing.F) {
+	f.Add(uint8(0), uint8(0), int64(0), 0.0, "", uint8(0), int64(1), 1.5, "x", false)
+	f.Add(uint8(4), uint8(1), int64(-3), -0.5, "a", uint8(2), int64(-3), math.NaN(), "a", true)
+	f.Add(uint8(2), uint8(2), int64(7), 2.0, "m", uint8(3), int64(1<<62), math.Inf(1), "z", false)
+	f.Add(uint8(5), uint8(3), int64(1), 1.0, "", uint8(4), int64(0), 0.0, "", true)
+	f.Fuzz(func(t *testing.T, opIdx, litKind uint8, li int64, lf float64, ls string, valKind uint8, vi int64, vf float64, vs string, vb bool) {
+		ops := []string{"==", "!=", "<", "<=", ">", ">="}
+		var lit string
+		switch litKind % 4 {
+		case 0:
+			lit = strconv.FormatInt(li, 10)
+		case 1:
+			if math.IsNaN(lf) || math.IsInf(lf, 0) {
+				t.Skip()
+			}
+			lit = strconv.FormatFloat(lf, 'f', -1, 64)
+			if !strings.ContainsAny(lit, ".") {
+				lit += ".0"
+			}
+		case 2:
+			lit = strconv.Quote(ls)
+		case 3:
+			lit = strconv.FormatBool(vb)
+		}
+		src := "content.v " + ops[int(opIdx)%len(ops)] + " " + lit
+		prog, err := Compile(&policy.Expr{Src: src})
+		if err != nil {
+			t.Skip()
+		}
+		values := []any{vi, int(vi), int32(vi), uint64(vi), uint8(vi), vf, float32(vf), vs, vb, nil}
+		content := map[string]any{"v": values[int(valKind)%len(values)]}
+		slow := &Expression{Src: prog.Src, prog: prog.prog}
+		want, werr := slow.Bool(&Env{Content: content})
+		got, gerr := prog.Bool(&Env{Content: content})
+		if werr != nil {
+			require.Error(t, gerr, "%s on %#v", src, content["v"])
+			return
+		}
+		require.NoError(t, gerr, "%s on %#v", src, content["v"])
+		require.Equal(t, want, got, "%s on %#v", src, content["v"])
+	})
 }
