@@ -411,22 +411,43 @@ func (t *Transport) handle(msg jetstream.Msg) {
 		t.drop(msg, fmt.Sprintf("%d bytes, over the limit of %d", len(data), t.o.limits.MaxMessageBytes))
 		return
 	}
-	var raws []json.RawMessage
+	d := &delivery{t: t, msg: msg, sender: sender}
 	if trimmed := bytes.TrimLeft(data, " \t\r\n"); len(trimmed) > 0 && trimmed[0] == '[' {
-		if err := json.Unmarshal(trimmed, &raws); err != nil {
-			t.drop(msg, "not a batch of messages: "+policy.Quote(err.Error()))
-			return
-		}
-		if len(raws) == 0 || len(raws) > t.o.limits.MaxBatch {
-			t.drop(msg, fmt.Sprintf("a batch of %d messages, want 1 to %d (Limits.MaxBatch)", len(raws), t.o.limits.MaxBatch))
+		if why := d.decodeBatch(trimmed); why != "" {
+			t.drop(msg, why)
 			return
 		}
 	} else {
-		raws = []json.RawMessage{data}
+		d.msgs = make([]forms.Message, 1)
+		d.bad = []error{json.Unmarshal(data, &d.msgs[0])}
 	}
-	d := &delivery{t: t, msg: msg, sender: sender, raws: raws}
-	d.left.Store(int64(len(raws)))
+	d.left.Store(int64(len(d.msgs)))
 	d.run()
+}
+
+// decodeBatch decodes a batch, at once when every message of it is one,
+// and otherwise each message by itself, so that only those that are not
+// are dropped. It returns why the batch is dropped whole, or "".
+func (d *delivery) decodeBatch(data []byte) string {
+	most := d.t.o.limits.MaxBatch
+	if err := json.Unmarshal(data, &d.msgs); err != nil {
+		var raws []json.RawMessage
+		if err := json.Unmarshal(data, &raws); err != nil {
+			return "not a batch of messages: " + policy.Quote(err.Error())
+		}
+		if len(raws) > most {
+			return fmt.Sprintf("a batch of %d messages, over the limit of %d (Limits.MaxBatch)", len(raws), most)
+		}
+		d.msgs = make([]forms.Message, len(raws))
+		d.bad = make([]error, len(raws))
+		for i, raw := range raws {
+			d.bad[i] = json.Unmarshal(raw, &d.msgs[i])
+		}
+	}
+	if len(d.msgs) == 0 || len(d.msgs) > most {
+		return fmt.Sprintf("a batch of %d messages, want 1 to %d (Limits.MaxBatch)", len(d.msgs), most)
+	}
+	return ""
 }
 
 // delivery is one JetStream message being handed to the manager: its
@@ -435,7 +456,8 @@ type delivery struct {
 	t      *Transport
 	msg    jetstream.Msg
 	sender string
-	raws   []json.RawMessage
+	msgs   []forms.Message
+	bad    []error // when not nil, why msgs[i] could not be decoded
 	next   int
 	left   atomic.Int64
 	// kept is set while the delivery counts in Transport.held.
@@ -470,17 +492,17 @@ func (d *delivery) run() {
 			d.kept = false
 		}
 	}()
-	for d.next < len(d.raws) {
+	for d.next < len(d.msgs) {
 		if t.stopped() {
 			_ = d.msg.Nak() // delivered again, to the agent's next consumer
 			return
 		}
-		var fm forms.Message
-		if err := json.Unmarshal(d.raws[d.next], &fm); err != nil {
-			d.refused("not a message: " + policy.Quote(err.Error()))
+		if d.bad != nil && d.bad[d.next] != nil {
+			d.refused("not a message: " + policy.Quote(d.bad[d.next].Error()))
 			d.next++
 			continue
 		}
+		fm := d.msgs[d.next] // the manager keeps it: not the whole batch
 		err := m.DeliverAcked(d.sender, &fm, d.applied)
 		switch {
 		case err == nil:
@@ -516,7 +538,7 @@ func (d *delivery) run() {
 // refused drops the delivery's current message: a message alone is
 // terminated, one of a batch is counted as applied.
 func (d *delivery) refused(why string) {
-	if len(d.raws) == 1 {
+	if len(d.msgs) == 1 {
 		d.t.drop(d.msg, why)
 		return
 	}

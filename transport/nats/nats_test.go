@@ -368,7 +368,7 @@ func TestABusyReceiverAppliesEveryMessageOfABatchOnce(t *testing.T) {
 	}
 }
 
-func TestAReceiverAppliesEveryMessageOfABatchAndDropsOneOverTheLimit(t *testing.T) {
+func TestAReceiverAppliesEveryMessageOfABatchAndDropsWhatIsNotOne(t *testing.T) {
 	s := natstest.NewSite(t)
 	s.Transport = []natstransport.Option{natstransport.WithLimits(natstransport.Limits{MaxBatch: 2})}
 	_, err := s.Run("bob", "", natstest.Performer)
@@ -376,10 +376,11 @@ func TestAReceiverAppliesEveryMessageOfABatchAndDropsOneOverTheLimit(t *testing.
 	nc := s.Connect("")
 	require.NoError(t, nc.Publish("parley.msg.bob.alice", batch(t, "alice-x1", "alice-x2", "alice-x3")))
 	require.NoError(t, nc.Publish("parley.msg.bob.alice", batch(t, "alice-b1", "alice-b2")))
+	require.NoError(t, nc.Publish("parley.msg.bob.alice", append(append([]byte("["), request(t, "alice-m1")...), ",42]"...)))
 	require.NoError(t, nc.Publish("parley.msg.bob.alice", request(t, "alice-s1")))
 	require.Eventually(t, func() bool { return s.Applied("bob", "alice-s1", "request") == 1 }, 20*time.Second, 10*time.Millisecond)
-	for _, id := range []string{"alice-b1", "alice-b2"} {
-		assert.Equal(t, 1, s.Applied("bob", id, "request"), "bob applied %s of the batch", id)
+	for _, id := range []string{"alice-b1", "alice-b2", "alice-m1"} {
+		assert.Equal(t, 1, s.Applied("bob", id, "request"), "bob applied %s of its batch", id)
 	}
 	for _, id := range []string{"alice-x1", "alice-x2", "alice-x3"} {
 		assert.Zero(t, s.Applied("bob", id, "request"), "bob dropped the batch over the limit, with %s", id)
