@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,6 +29,7 @@ type node struct {
 	g       *membership.Group
 	clock   *agent.FakeClock
 	wg      *sync.WaitGroup
+	running *atomic.Int64 // goroutines of the nodes at work, not waiting for a conversation
 	crashed bool // it hangs: it answers no decision
 
 	mu       sync.Mutex
@@ -40,8 +42,10 @@ type node struct {
 
 func (n *node) spawn(f func()) {
 	n.wg.Add(1)
+	n.running.Add(1)
 	go func() {
 		defer n.wg.Done()
+		defer n.running.Add(-1)
 		f()
 	}()
 }
@@ -91,7 +95,9 @@ func (n *node) elect() {
 	if !assert.NoError(n.t, err, n.name) {
 		return
 	}
+	n.running.Add(-1) // waiting: time may move on
 	outcome, err := n.m.Wait(ctx, conv)
+	n.running.Add(1)
 	if !assert.NoError(n.t, err, n.name) {
 		return
 	}
@@ -163,10 +169,11 @@ func TestBullyElectionBetweenManagers(t *testing.T) {
 	bus := agent.NewBus()
 	g := membership.New(clock)
 	var wg sync.WaitGroup
+	var running atomic.Int64
 	var nodes []*node
 	quiet := slog.New(slog.DiscardHandler)
 	for i := 1; i <= 4; i++ {
-		n := &node{t: t, name: "n" + string(rune('0'+i)), prio: i, g: g, clock: clock, wg: &wg, crashed: i == 4}
+		n := &node{t: t, name: "n" + string(rune('0'+i)), prio: i, g: g, clock: clock, wg: &wg, running: &running, crashed: i == 4}
 		m, err := agent.NewManager(n.name, agent.WithClock(clock), agent.WithLogger(quiet), agent.WithDecider(n), agent.WithObserver(n.observe),
 			agent.WithLimits(agent.Limits{DecisionTimeout: time.Hour}))
 		require.NoError(t, err)
@@ -183,10 +190,23 @@ func TestBullyElectionBetweenManagers(t *testing.T) {
 			n.m.Close(context.Background())
 		}
 	})
+	// settle waits until the nodes' goroutines are done or wait for a
+	// conversation, and the bus is at rest: only then may time move on.
+	// (Time used to run ahead of a goroutine that had not yet started
+	// its election, which then waited for ever.)
 	settle := func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		require.NoError(t, bus.Settle(ctx))
+		for {
+			for running.Load() > 0 {
+				require.NoError(t, ctx.Err(), "the nodes' goroutines come to rest")
+				time.Sleep(time.Millisecond)
+			}
+			require.NoError(t, bus.Settle(ctx))
+			if running.Load() == 0 { // settling spawned nothing new
+				return
+			}
+		}
 	}
 	agreed := func() bool {
 		for _, n := range nodes[:3] {
@@ -207,8 +227,15 @@ func TestBullyElectionBetweenManagers(t *testing.T) {
 			require.NoError(t, g.Heartbeat(n.name))
 		}
 	}
-	settle()
 	require.True(t, agreed(), "n1, n2 and n3 agree on n3")
+	// Let what the last steps set off finish: the nodes' goroutines start
+	// conversations (n3's announcement) whose messages spawn more (n4
+	// learning the leader). Stopping after one settle used to leave n4's
+	// announcement in flight now and then.
+	for range 3 {
+		wg.Wait()
+		settle()
+	}
 	wg.Wait()
 	_, outcomes, errs := nodes[0].state()
 	assert.Equal(t, []string{"led=2,silent=1"}, outcomes, "n2 and n3 named the leader, n4 was silent")
