@@ -30,7 +30,7 @@ type node struct {
 	clock   *agent.FakeClock
 	wg      *sync.WaitGroup
 	running *atomic.Int64 // goroutines of the nodes at work, not waiting for a conversation
-	crashed bool // it hangs: it answers no decision
+	crashed bool          // it hangs: it answers no decision
 
 	mu       sync.Mutex
 	leader   string
