@@ -17,7 +17,8 @@ import (
 )
 
 // pair is alice (Initiator) and bob (Participant) of fipa-request on a
-// bus, with the real clock.
+// bus, with the real clock, each keeping ended conversations for
+// retention.
 type pair struct {
 	bus        *agent.Bus
 	alice, bob *agent.Manager
@@ -26,7 +27,7 @@ type pair struct {
 	errs       atomic.Int64
 }
 
-func newPair(tb testing.TB, bobOpts ...agent.Option) *pair {
+func newPair(tb testing.TB, retention time.Duration, bobOpts ...agent.Option) *pair {
 	p, err := policies.Load("fipa-request")
 	require.NoError(tb, err)
 	pr := &pair{bus: agent.NewBus()}
@@ -43,11 +44,10 @@ func newPair(tb testing.TB, bobOpts ...agent.Option) *pair {
 			pr.errs.Add(1)
 		}
 	})
-	// A short retention keeps the heap to the conversations in flight.
-	pr.alice, err = agent.NewManager("alice", agent.WithLogger(quiet), agent.WithRetention(time.Second), count,
+	pr.alice, err = agent.NewManager("alice", agent.WithLogger(quiet), agent.WithRetention(retention), count,
 		agent.WithDecider(script{"start": {Choice: "request"}}))
 	require.NoError(tb, err)
-	opts := append([]agent.Option{agent.WithLogger(quiet), agent.WithRetention(time.Second), count, agent.WithDecider(script{
+	opts := append([]agent.Option{agent.WithLogger(quiet), agent.WithRetention(retention), count, agent.WithDecider(script{
 		"requested": {Choice: "agree"}, "agreed": {Choice: "inform-result", Content: map[string]any{"result": 1}},
 	})}, bobOpts...)
 	pr.bob, err = agent.NewManager("bob", opts...)
@@ -99,7 +99,10 @@ func startMany(ctx context.Context, tb testing.TB, m *agent.Manager, n, g int) [
 // ends with the result, with no protocol error, under distinct ids.
 func TestThousandConcurrentConversations(t *testing.T) {
 	const n = 1000
-	pr := newPair(t)
+	// Every conversation is waited for after all have started: one that
+	// ended more than a retention before its Wait would be gone (a second
+	// was too short for a loaded machine).
+	pr := newPair(t, time.Minute)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	ids := startMany(ctx, t, pr.alice, n, 8)
@@ -124,7 +127,7 @@ func TestThousandConcurrentConversations(t *testing.T) {
 // goroutines: conversations per second and the cost per message
 // (request, agree, inform).
 func BenchmarkRequestConversations(b *testing.B) {
-	pr := newPair(b)
+	pr := newPair(b, time.Second) // a short retention keeps the heap to the conversations in flight
 	ctx := context.Background()
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -149,7 +152,7 @@ func BenchmarkLiveConversations(b *testing.B) {
 	for range b.N {
 		var held sync.Mutex
 		var pending []agent.DecisionRequest
-		pr := newPair(b, agent.WithDecider(nil), agent.WithAsyncDecisions(func(r agent.DecisionRequest) {
+		pr := newPair(b, time.Second, agent.WithDecider(nil), agent.WithAsyncDecisions(func(r agent.DecisionRequest) {
 			held.Lock()
 			pending = append(pending, r)
 			held.Unlock()
