@@ -156,7 +156,7 @@ func BenchmarkLiveConversations(b *testing.B) {
 			held.Lock()
 			pending = append(pending, r)
 			held.Unlock()
-		}), agent.WithRetention(0))
+		}), agent.WithRetention(0), agent.WithLimits(agent.Limits{MaxPerPeer: n})) // alice opens them all
 		ctx := context.Background()
 		before := heapInUse()
 		startMany(ctx, b, pr.alice, n, 8)
