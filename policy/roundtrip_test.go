@@ -149,3 +149,29 @@ states:
 	require.Empty(t, ds)
 	assert.NotEqual(t, pa.Fingerprint(), pc.Fingerprint())
 }
+
+// TestYAMLWriterQuotesWhatALiteralBlockCannotHold: a doc of several lines
+// with a control character in it was written as a literal block, which
+// the YAML loader refuses (found by FuzzLoadXML).
+func TestYAMLWriterQuotesWhatALiteralBlockCannotHold(t *testing.T) {
+	tests := []struct {
+		name, doc string
+	}{
+		{"delete character", "\x7f\n0"},
+		{"tab", "a\tb\nc"},
+		{"carriage return", "a\r\nb"},
+		{"printable lines", "first\n  second\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := []byte(`<policy name="p" version="1"><doc>` + tt.doc + `</doc><role name="A"/><state name="s" kind="terminal" outcome="done"/></policy>`)
+			p, ds := policy.LoadXML("p.xml", src)
+			require.False(t, ds.HasErrors(), "%v", ds)
+			out := policy.WriteYAML(p)
+			back, ds := policy.LoadYAML("p.yaml", out)
+			require.False(t, ds.HasErrors(), "%v\n%s", ds, out)
+			assert.Equal(t, p.Doc, back.Doc)
+			assert.Equal(t, p.Fingerprint(), back.Fingerprint())
+		})
+	}
+}

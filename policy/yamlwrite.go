@@ -121,11 +121,19 @@ func (w *yamlWriter) doc(indent int, key, text string) {
 }
 
 // block writes key: value, as a literal block scalar when value spans
-// lines, else with inline quoting by quote.
+// lines, else with inline quoting by quote. A value a literal block
+// cannot hold (a character that is not printable, other than a tab) is
+// double-quoted, escapes and all.
 func (w *yamlWriter) block(indent int, key, text string, quote func(string) string) {
 	if !strings.Contains(text, "\n") {
 		w.line(indent, key+": "+quote(text))
 		return
+	}
+	for _, r := range text {
+		if r != '\n' && r != '\t' && !unicode.IsPrint(r) {
+			w.line(indent, key+": "+yDoubleQuote(text))
+			return
+		}
 	}
 	header := "|"
 	if !strings.HasSuffix(text, "\n") {
