@@ -43,3 +43,15 @@ func BenchmarkBool(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCompile measures compiling one guard, as engine.Check does for
+// every expression of a policy.
+func BenchmarkCompile(b *testing.B) {
+	e := &policy.Expr{Src: `content.price <= vars.max && msg.sender != ""`}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := decision.Compile(e); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -178,6 +179,41 @@ func (m *ExprMeter) clock() error {
 	return nil
 }
 
+// newExprConfig is the configuration expressions against env compile
+// with: env's names, the node limit and the bounded functions.
+func newExprConfig(env any) *conf.Config {
+	config := conf.New(env)
+	config.MaxNodes = MaxExprNodes
+	for name, fn := range boundedFunctions {
+		config.Functions[name] = fn
+	}
+	return config
+}
+
+// exprConfigs pools, by the environment's type, the configurations of
+// environments that are structs: making one (expr's conf.New, which
+// builds its table of builtins and reads the type) was a third of
+// compiling a guard. Compiling only reads a configuration, but for its
+// cache of types, so a configuration serves one compile at a time.
+var exprConfigs sync.Map // reflect.Type -> *sync.Pool of *conf.Config
+
+// exprConfig returns a configuration for env, and the function that
+// gives it back when the compile is done. A map environment, whose
+// names are its keys, gets a configuration of its own.
+func exprConfig(env any) (*conf.Config, func()) {
+	t := reflect.TypeOf(env)
+	if t == nil || t.Kind() != reflect.Struct {
+		return newExprConfig(env), func() {}
+	}
+	pool, ok := exprConfigs.Load(t)
+	if !ok {
+		pool, _ = exprConfigs.LoadOrStore(t, &sync.Pool{New: func() any { return newExprConfig(reflect.Zero(t).Interface()) }})
+	}
+	p := pool.(*sync.Pool)
+	config := p.Get().(*conf.Config)
+	return config, func() { p.Put(config) }
+}
+
 // CompileExpr compiles the expression src for evaluation against
 // environments of env's type (a struct, or a map, whose fields or keys are
 // the names the expression reads), within the expression limits: at most
@@ -204,11 +240,8 @@ const (
 // compileExpr is CompileExpr, reporting at which stage it failed; parsed,
 // when not nil, sees the syntax tree before it is type-checked.
 func compileExpr(src string, env any, parsed func(ast.Node)) (*vm.Program, exprStage, error) {
-	config := conf.New(env)
-	config.MaxNodes = MaxExprNodes
-	for name, fn := range boundedFunctions {
-		config.Functions[name] = fn
-	}
+	config, done := exprConfig(env)
+	defer done()
 	tree, err := parser.ParseWithConfig(src, config)
 	if err != nil {
 		var fe *file.Error
