@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -144,12 +145,11 @@ func (w *worker) stopDecision(c *conversation, ticket uint64) {
 func (w *worker) dropDecision(c *conversation, i int, err error) {
 	j := c.decisions[i]
 	if j.timeout != nil {
-		w.timers.unscheduleJob(j.timeout)
+		w.timers.release(j.timeout)
 		j.timeout = nil
 	}
 	j.ctx.cancel(err)
-	c.decisions = append(c.decisions[:i], c.decisions[i+1:]...)
-	c.decisions[:len(c.decisions)+1][len(c.decisions)] = nil
+	c.decisions = slices.Delete(c.decisions, i, i+1) // clears the freed slot
 }
 
 // stopDecisions drops every decision of c.

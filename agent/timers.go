@@ -64,8 +64,10 @@ func (ts *timers) schedule(c *conversation, j *decisionJob, deadline, now time.T
 	return t
 }
 
-// unscheduleJob removes a decision's timeout.
-func (ts *timers) unscheduleJob(t *timer) {
+// release takes t off the heap and keeps it for reuse: a policy timer
+// (unschedule also drops it from its conversation) or a decision's
+// timeout.
+func (ts *timers) release(t *timer) {
 	ts.heap.Remove(t.h)
 	*t = timer{}
 	ts.free = append(ts.free, t)
@@ -82,12 +84,10 @@ func (ts *timers) clear(c *conversation) {
 // it finds nothing due and is set again.
 func (ts *timers) unschedule(c *conversation, i int) {
 	t := c.timers[i]
-	ts.heap.Remove(t.h)
 	c.timers[i] = c.timers[len(c.timers)-1]
 	c.timers[len(c.timers)-1] = nil
 	c.timers = c.timers[:len(c.timers)-1]
-	*t = timer{}
-	ts.free = append(ts.free, t)
+	ts.release(t)
 }
 
 // newTimer returns a timer, reusing one unscheduled before.
@@ -151,7 +151,7 @@ func (ts *timers) fire(gen uint64, now time.Time) {
 		}
 		if j := t.job; j != nil {
 			c := t.conv
-			ts.unscheduleJob(t) // t is reused from here on
+			ts.release(t) // t is reused from here on
 			w.decisionTimedOut(c, j, now)
 			continue
 		}
