@@ -53,9 +53,24 @@ func noConversation(id string) error {
 	return fmt.Errorf("%w: %s", ErrNoConversation, policy.Quote(id))
 }
 
-func (w *worker) add(c *conversation) {
-	w.convs[c.id] = c
-	w.m.total.Add(1)
+// add holds c; its place in the count of conversations is taken already
+// (see reserve).
+func (w *worker) add(c *conversation) { w.convs[c.id] = c }
+
+// reserve takes a place for a new conversation, unless the manager holds
+// Limits.MaxConversations already. Workers take places concurrently, so
+// checking the count and adding later let each of them overshoot the
+// limit.
+func (m *Manager) reserve() bool {
+	for {
+		n := m.total.Load()
+		if n >= int64(m.o.limits.MaxConversations) {
+			return false
+		}
+		if m.total.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
 }
 
 func (w *worker) remove(id string) {
@@ -69,7 +84,7 @@ func (w *worker) start(id string, req *startReq, now time.Time) error {
 	if w.convs[id] != nil {
 		return fmt.Errorf("%w: %s", ErrConversationExists, policy.Quote(id))
 	}
-	if m.total.Load() >= int64(m.o.limits.MaxConversations) {
+	if !m.reserve() {
 		return ErrLimit
 	}
 	var opts []engine.HandlerOption
@@ -81,6 +96,7 @@ func (w *worker) start(id string, req *startReq, now time.Time) error {
 	}
 	h, err := req.prog.NewHandler(id, m.self, opts...)
 	if err != nil {
+		m.total.Add(-1)
 		return err
 	}
 	c := &conversation{id: id, h: h}
@@ -190,6 +206,7 @@ func (w *worker) accept(msg *forms.Message, now time.Time) *conversation {
 	h, err := prog.NewHandler(msg.ConversationID, m.self)
 	if err != nil {
 		m.release(msg.Sender)
+		m.total.Add(-1)
 		w.report(msg, engine.CodeUnknownConversation, err.Error(), now)
 		return nil
 	}
@@ -205,16 +222,17 @@ func (w *worker) accept(msg *forms.Message, now time.Time) *conversation {
 }
 
 // admit counts a new conversation opened by msg's sender against the
-// limits, or says why it is refused.
+// limits, taking its place (reserve), or says why it is refused.
 func (m *Manager) admit(msg *forms.Message) string {
 	l := m.o.limits
-	if m.total.Load() >= int64(l.MaxConversations) {
+	if !m.reserve() {
 		return fmt.Sprintf("%s from %s would open conversation %s, but %s holds %d conversations (the limit)",
 			policy.Quote(msg.Performative), policy.Quote(msg.Sender), policy.Quote(msg.ConversationID), m.self, l.MaxConversations)
 	}
 	m.peersMu.Lock()
 	defer m.peersMu.Unlock()
 	if n := m.opened[msg.Sender]; n >= l.MaxPerPeer {
+		m.total.Add(-1)
 		return fmt.Sprintf("%s from %s would open conversation %s, but %s already has %d open with %s (the limit per peer)",
 			policy.Quote(msg.Performative), policy.Quote(msg.Sender), policy.Quote(msg.ConversationID), policy.Quote(msg.Sender), n, m.self)
 	}
@@ -523,7 +541,7 @@ func (w *worker) startChild(c *conversation, e *engine.LoadCPEvent, now time.Tim
 	c.children++
 	id := fmt.Sprintf("%s/%s#%d", c.id, e.Policy, c.children)
 	prog, err := m.program(e.Policy, e.Role)
-	if err == nil && m.total.Load() >= int64(m.o.limits.MaxConversations) {
+	if err == nil && !m.reserve() {
 		err = ErrLimit
 	}
 	var h *engine.Handler
@@ -534,7 +552,9 @@ func (w *worker) startChild(c *conversation, e *engine.LoadCPEvent, now time.Tim
 				opts = append(opts, engine.WithPeers(role, agent))
 			}
 		}
-		h, err = prog.NewHandler(id, m.self, opts...)
+		if h, err = prog.NewHandler(id, m.self, opts...); err != nil {
+			m.total.Add(-1)
+		}
 	}
 	if err != nil {
 		w.abort(c, fmt.Sprintf("cannot start child policy %s: %v", policy.Quote(e.Policy), err), now)

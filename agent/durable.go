@@ -424,6 +424,7 @@ func (w *worker) resume(r *resumeReq, now time.Time) {
 			}
 		}
 		w.add(c)
+		m.total.Add(1) // a restored conversation counts, but is not refused
 		byID[c.id] = c
 		added = append(added, c)
 	}

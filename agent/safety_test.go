@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"sync"
@@ -354,6 +355,32 @@ func TestOnePeerCannotOpenUnboundedConversations(t *testing.T) {
 	w.settle()
 	assert.Equal(t, 5, bob.Len(), "in total at most 5")
 	assert.Equal(t, []engine.ErrorCode{engine.CodeRefused, engine.CodeRefused}, w.rec.codes())
+}
+
+// TestTheConversationLimitHoldsAcrossWorkers: each worker checked the
+// count and added later, so workers opening conversations at the same
+// moment went past MaxConversations (found by .ci/run: 6 of at most 5).
+func TestTheConversationLimitHoldsAcrossWorkers(t *testing.T) {
+	const limit, opens, rounds = 5, 64, 40 // the race is narrow: try it often
+	for round := range rounds {
+		w := newWorld(t)
+		bob := w.agent("bob", nil, agent.WithAsyncDecisions(func(agent.DecisionRequest) {}), agent.WithWorkers(8),
+			agent.WithLimits(agent.Limits{MaxConversations: limit, MaxPerPeer: opens}))
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := range opens {
+			wg.Go(func() {
+				<-start
+				id := fmt.Sprintf("c%d", i)
+				assert.NoError(t, bob.Deliver("mallory", &forms.Message{Performative: "request", Sender: "mallory", Receivers: []string{"bob"}, ConversationID: id, Protocol: "fipa-request"}))
+			})
+		}
+		close(start)
+		wg.Wait()
+		w.settle()
+		require.Equal(t, limit, bob.Len(), "round %d", round)
+		require.Len(t, w.rec.codes(), opens-limit, "round %d: every other opening is refused", round)
+	}
 }
 
 func TestContentIsBoundedAtTheBoundary(t *testing.T) {
