@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/beevik/etree"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"gopkg.in/yaml.v3"
 
@@ -38,7 +39,11 @@ var validateSizes = []int{1_000, 10_000, 100_000}
 
 // ladder writes a two-party YAML policy of n states: each state offers a
 // request and a refusal onward, bounded by a timer, with a guard, a
-// commitment and expressions, so that every check has work.
+// commitment and expressions, so that every check has work. The literals
+// of each state's guard and set differ (they follow the state's index),
+// as in a real policy whose expressions differ from state to state: no
+// expression is the same text as another's, so nothing compiled for one
+// state can be reused for the next by its text.
 func ladder(n int) []byte {
 	var b strings.Builder
 	b.WriteString(`policy: generated
@@ -65,7 +70,7 @@ states:
 		}
 		if i%2 == 0 {
 			fmt.Fprintf(&b, "  s%d:\n    arm: t\n    on:\n", i)
-			fmt.Fprintf(&b, "      - {send: ask, from: A, to: B, next: s%d, guard: 'vars.last < 100', set: {last: content.n}}\n", i+1)
+			fmt.Fprintf(&b, "      - {send: ask, from: A, to: B, next: s%d, guard: 'vars.last < %d', set: {last: content.n + %d}}\n", i+1, 100+i, i)
 			b.WriteString("      - {timeout: t, next: end}\n")
 		} else {
 			fmt.Fprintf(&b, "  s%d:\n", i)
@@ -217,6 +222,22 @@ func TestValidateLadder(t *testing.T) {
 	require.Empty(t, ds)
 	require.Equal(t, py.Fingerprint(), px.Fingerprint())
 	require.Len(t, px.States, n)
+	srcs := map[string]bool{}
+	distinct := func(e *policy.Expr) {
+		assert.False(t, srcs[e.Src], "expression %s repeats an earlier one", e.Src)
+		srcs[e.Src] = true
+	}
+	for _, s := range px.States {
+		for _, tr := range s.Transitions {
+			if tr.Guard != nil {
+				distinct(tr.Guard)
+			}
+			for _, a := range tr.Set {
+				distinct(a.Expr)
+			}
+		}
+	}
+	assert.Len(t, srcs, n-2, "a guard and a set in every other state of the ladder")
 
 	node, err := parseYAML(ysrc)
 	require.NoError(t, err)
