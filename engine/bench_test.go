@@ -71,6 +71,54 @@ func BenchmarkMessageStep(b *testing.B) {
 	}
 }
 
+// guardedPingPong is pingPong with the content's n declared an int and
+// guarding ping and pong.
+const guardedPingPong = `policy: guarded-ping-pong
+version: 1
+roles: [A, B]
+messages:
+  ping: {performative: request, fields: {n: int}}
+  pong: {performative: inform, fields: {n: int}}
+  stop: cancel
+states:
+  s0:
+    - {send: ping, from: A, to: B, next: s1, guard: content.n > 0}
+    - {send: stop, from: A, to: B, next: end}
+  s1:
+    - {send: pong, from: A, to: B, next: s0, guard: content.n > 0}
+  end: {terminal: done}
+`
+
+// BenchmarkGuardedStep is BenchmarkMessageStep with content: its limits
+// checked, its field n validated as an int and read by the guard.
+func BenchmarkGuardedStep(b *testing.B) {
+	prog := mustCompile(b, guardedPingPong, "B")
+	h, err := prog.NewHandler("c1", "b")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var q engine.Queue
+	if err := h.Start(time.Time{}, &q); err != nil {
+		b.Fatal(err)
+	}
+	content := map[string]any{"n": 1}
+	ping := &engine.MessageEvent{Message: &forms.Message{Performative: "request", Sender: "a", Receivers: []string{"b"}, ConversationID: "c1", Content: content}}
+	pong := &engine.MessageEvent{Message: &forms.Message{Performative: "inform", Sender: "a", Receivers: []string{"b"}, ConversationID: "c1", Content: content}}
+	events := [2]*engine.MessageEvent{ping, pong}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		q.Reset()
+		if err := h.Process(events[i&1], &q); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+	if q.Len() != 0 {
+		b.Fatalf("unexpected output: %d events", q.Len())
+	}
+}
+
 // requestConversation runs one whole FIPA Request conversation (request,
 // agree, inform-result) between two handlers of shared programs.
 func requestConversation(tb testing.TB, ini, par *engine.Program, q *engine.Queue, conv string) {

@@ -36,6 +36,12 @@ func TestContentLimitsOfReceivedMessages(t *testing.T) {
 		{"an infinity", content{"n": []any{math.Inf(1)}}, "content holds a number that is not finite (NaN, an infinity or out of range), which JSON cannot carry"},
 		{"too many values", content{"n": make([]any, 20_000)}, "content holds more than 10000 values"},
 		{"too large", content{"reason": strings.Repeat("x", 2<<20)}, "content holds more than 1048576 bytes of keys and strings"},
+		// Content that holds only fields the state's message types
+		// declare is checked by looking them up: the same limits hold.
+		{"NaN in a declared field", content{"reason": math.NaN()}, "content holds a number that is not finite (NaN, an infinity or out of range), which JSON cannot carry"},
+		{"deep in a declared field", content{"reason": deepList(100, "x")}, "content nests maps and lists more than 32 deep"},
+		{"too many values in a declared field", content{"reason": make([]any, 20_000)}, "content holds more than 10000 values"},
+		{"a time JSON cannot write in a declared field", content{"reason": time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}, "content holds a time outside the years 0 to 9999, which JSON cannot carry"},
 	}
 	for _, mode := range []engine.Mode{engine.Enforce, engine.Observe} {
 		for _, tt := range tests {

@@ -97,11 +97,15 @@ func (h *Handler) received(e *MessageEvent, out *Queue) {
 			return
 		}
 	}
-	if err := forms.CheckContent(m.Content, forms.DefaultLimits); err != nil {
+	s := &h.sessions[i]
+	var fields forms.Fields
+	if s.state >= 0 {
+		fields = pr.states[s.state].recvFields
+	}
+	if err := fields.CheckContent(m.Content, forms.DefaultLimits); err != nil {
 		h.protocolError(out, at, CodeContentLimit, i, m, false, "%s from %s was not applied: %v", h.perf(m), policy.Quote(m.Sender), err)
 		return
 	}
-	s := &h.sessions[i]
 	sp := &pr.states[s.state]
 	if h.done || sp.terminal {
 		h.afterEnd(i, m, at, out)
@@ -561,12 +565,12 @@ func (h *Handler) answer(e *DecisionEvent, out *Queue) error {
 // whether it did; a choice it refuses is a protocol error, not an error.
 func (h *Handler) take(i int, choice string, content map[string]any, replyBy time.Time, at time.Time, out *Queue, group []int) (bool, error) {
 	pr := h.prog
-	if err := forms.CheckContent(content, forms.DefaultLimits); err != nil {
+	s := &h.sessions[i]
+	sp := &pr.states[s.state]
+	if err := sp.sendFields.CheckContent(content, forms.DefaultLimits); err != nil {
 		h.protocolError(out, at, CodeContentLimit, i, nil, false, "the decision's content breaks a limit, so %s was not sent: %v", policy.Quote(choice), err)
 		return false, nil
 	}
-	s := &h.sessions[i]
-	sp := &pr.states[s.state]
 	var t, guarded *transProg
 	var guardErr error
 	env := decision.Env{Content: content, Vars: s.vars}

@@ -64,6 +64,10 @@ type stateProg struct {
 	guarded   bool
 	child     *policy.ChildRef
 	allowText string // what the state accepts, for error messages
+	// recvFields and sendFields are the fields the message types of recvs
+	// and sends declare: content is checked against the limits by looking
+	// them up (see forms.Fields).
+	recvFields, sendFields forms.Fields
 }
 
 type transProg struct {
@@ -325,11 +329,21 @@ func build(p *policy.Policy, role string, proj *policy.Projection, o *compileOpt
 		sp.allowText = allowText(pr, &sp)
 		sp.terminal = sp.kind == policy.KindTerminal
 		sp.recvMatch, sp.sendMatch = hasMatchRule(pr, sp.recvs), hasMatchRule(pr, sp.sends)
+		sp.recvFields, sp.sendFields = fieldsOf(sp.recvs), fieldsOf(sp.sends)
 		pr.states = append(pr.states, sp)
 	}
 	pr.initial = 0
 	pr.multiPeer = holdsEarly(pr)
 	return pr, nil
+}
+
+// fieldsOf returns the fields the message types of list declare.
+func fieldsOf(list []transProg) forms.Fields {
+	fs := make([]*forms.Form, len(list))
+	for k := range list {
+		fs[k] = list[k].form
+	}
+	return forms.FieldsOf(fs...)
 }
 
 // allowText describes what a state accepts from peers, for the reason of

@@ -2,7 +2,9 @@ package forms_test
 
 import (
 	"encoding/json"
+	"maps"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/parleyhq/parley/forms"
+	"github.com/parleyhq/parley/policy"
 )
 
 // nested returns leaf inside n lists.
@@ -25,18 +28,21 @@ func nested(n int, leaf any) any {
 // list returns a list of n zeros.
 func list(n int) []any { return make([]any, n) }
 
-func TestCheckContent(t *testing.T) {
+// contentCase is content and what CheckContent says of it under limits.
+type contentCase struct {
+	name    string
+	content map[string]any
+	limits  forms.Limits
+	want    string // the error, "" for none
+}
+
+func contentCases() []contentCase {
 	cyclicList := []any{nil}
 	cyclicList[0] = cyclicList
 	cyclicMap := map[string]any{}
 	cyclicMap["self"] = cyclicMap
 	at := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
-	tests := []struct {
-		name    string
-		content map[string]any
-		limits  forms.Limits
-		want    string // the error, "" for none
-	}{
+	return []contentCase{
 		{name: "nil", content: nil},
 		{name: "empty", content: map[string]any{}},
 		{name: "every JSON type", content: map[string]any{
@@ -70,8 +76,12 @@ func TestCheckContent(t *testing.T) {
 		{name: "other depth", content: map[string]any{"a": map[string]any{"b": []any{}}}, limits: forms.Limits{MaxDepth: 2}, want: "content nests maps and lists more than 2 deep"},
 		{name: "other values", content: map[string]any{"a": 1, "b": 2, "c": 3}, limits: forms.Limits{MaxNodes: 2}, want: "content holds more than 2 values"},
 		{name: "other bytes", content: map[string]any{"a": "bc"}, limits: forms.Limits{MaxBytes: 2}, want: "content holds more than 2 bytes of keys and strings"},
+		{name: "a field that is not finite among many", content: map[string]any{"a": 1, "b": "x", "c": math.Inf(1), "d": true, "e": nil}, want: "content holds a number that is not finite (NaN, an infinity or out of range), which JSON cannot carry"},
 	}
-	for _, tt := range tests {
+}
+
+func TestCheckContent(t *testing.T) {
+	for _, tt := range contentCases() {
 		t.Run(tt.name, func(t *testing.T) {
 			// Map order varies from run to run; the answer must not.
 			for range 10 {
@@ -85,6 +95,74 @@ func TestCheckContent(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Fields.CheckContent gives CheckContent's answer whichever names it
+// holds: the content's own (looked up), more, fewer (it checks as
+// CheckContent does) or others.
+func TestFieldsCheckContent(t *testing.T) {
+	for _, tt := range contentCases() {
+		keys := slices.Sorted(maps.Keys(tt.content))
+		sets := []struct {
+			name  string
+			names []string
+		}{
+			{"the content's", keys},
+			{"the content's twice", append(slices.Clone(keys), keys...)},
+			{"more", append(slices.Clone(keys), "other", "another")},
+			{"fewer", keys[:len(keys)/2]},
+			{"all but the first, and others", append(slices.Clone(keys[min(1, len(keys)):]), "other", "another")},
+			{"none", nil},
+		}
+		for _, set := range sets {
+			t.Run(tt.name+"/"+set.name, func(t *testing.T) {
+				fields := fieldsNamed(t, set.names...)
+				for range 10 {
+					err := fields.CheckContent(tt.content, tt.limits)
+					if tt.want == "" {
+						require.NoError(t, err)
+						continue
+					}
+					require.Error(t, err)
+					assert.Equal(t, tt.want, err.Error())
+				}
+			})
+		}
+	}
+}
+
+// fieldsNamed returns the Fields of two message types that declare names
+// between them.
+func fieldsNamed(t *testing.T, names ...string) forms.Fields {
+	t.Helper()
+	var a, b []*policy.Field
+	for i, n := range names {
+		if i%2 == 0 {
+			a = append(a, field(n, policy.TypeString, true))
+		} else {
+			b = append(b, field(n, policy.TypeInt, false))
+		}
+	}
+	return forms.FieldsOf(form(t, "a", "inform", nil, a...), form(t, "b", "agree", nil, b...))
+}
+
+func TestFieldsOf(t *testing.T) {
+	a := form(t, "a", "inform", nil, field("x", policy.TypeString, false), field("y", policy.TypeInt, true))
+	b := form(t, "b", "agree", nil, field("y", policy.TypeInt, false), field("z", policy.TypeBool, false))
+	assert.Equal(t, 3, forms.FieldsOf(a, b).Len())
+	assert.Equal(t, 0, forms.FieldsOf().Len())
+	assert.Equal(t, 0, forms.FieldsOf(form(t, "c", "cancel", nil)).Len())
+}
+
+func TestFieldsCheckContentDoesNotAllocate(t *testing.T) {
+	content := typicalContent()
+	fields := fieldsNamed(t, slices.Collect(maps.Keys(content))...)
+	allocs := testing.AllocsPerRun(100, func() {
+		if err := fields.CheckContent(content, forms.DefaultLimits); err != nil {
+			t.Fatal(err)
+		}
+	})
+	assert.Zero(t, allocs)
 }
 
 // CheckValue judges a value as CheckContent judges a field holding it.
@@ -157,6 +235,32 @@ func BenchmarkCheckContent(b *testing.B) {
 		if err := forms.CheckContent(content, forms.DefaultLimits); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkFieldsCheckContent checks content of one scalar field (a
+// guarded ping's) and typical content, both by the names their message
+// types declare.
+func BenchmarkFieldsCheckContent(b *testing.B) {
+	for _, bc := range []struct {
+		name    string
+		content map[string]any
+	}{{"scalar", map[string]any{"n": 1}}, {"typical", typicalContent()}} {
+		b.Run(bc.name, func(b *testing.B) {
+			mt := &policy.MessageType{Name: "m", Performative: "inform"}
+			for k := range bc.content {
+				mt.Fields = append(mt.Fields, &policy.Field{Name: k, Type: policy.TypeAny})
+			}
+			f, err := forms.New(mt, nil)
+			require.NoError(b, err)
+			fields := forms.FieldsOf(f)
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := fields.CheckContent(bc.content, forms.DefaultLimits); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 
