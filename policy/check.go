@@ -1,6 +1,10 @@
 package policy
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/expr-lang/expr/conf"
+)
 
 // Check is one named static check. Checks run in the order of the Checks
 // list; each reports the codes it lists.
@@ -97,6 +101,11 @@ type checker struct {
 	// expressions check, used by the unused check).
 	varsRead  map[string]bool
 	exprCache map[exprKey]*exprResult
+	// exprConfigs holds the compile configuration of each environment
+	// map the expressions check made (by its identity): making one is
+	// most of compiling a short expression, and the checks compile one
+	// expression at a time.
+	exprConfigs map[uintptr]*conf.Config
 	// projections keeps the projection onto each role that talks, made
 	// by the projection check.
 	projections map[string]*Projection

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/conf"
 	"github.com/expr-lang/expr/file"
 )
 
@@ -106,7 +107,15 @@ func (c *checker) compileExpr(src string, env map[string]any) *exprResult {
 		c.exprCache = map[exprKey]*exprResult{}
 	}
 	c.exprCache[key] = r
-	prog, stage, err := compileExpr(src, env, func(tree ast.Node) {
+	config := c.exprConfigs[key.env]
+	if config == nil {
+		if c.exprConfigs == nil {
+			c.exprConfigs = map[uintptr]*conf.Config{}
+		}
+		config = newExprConfig(env)
+		c.exprConfigs[key.env] = config
+	}
+	prog, stage, err := compileWith(src, config, func(tree ast.Node) {
 		reads := varReads{}
 		ast.Walk(&tree, reads)
 		r.reads = sortedKeys(reads)

@@ -199,7 +199,9 @@ var exprConfigs sync.Map // reflect.Type -> *sync.Pool of *conf.Config
 
 // exprConfig returns a configuration for env, and the function that
 // gives it back when the compile is done. A map environment, whose
-// names are its keys, gets a configuration of its own.
+// names are its keys, gets a configuration of its own (the checks,
+// which compile many expressions in each of a few maps, keep one for
+// each map: see checker.compileExpr).
 func exprConfig(env any) (*conf.Config, func()) {
 	t := reflect.TypeOf(env)
 	if t == nil || t.Kind() != reflect.Struct {
@@ -242,6 +244,12 @@ const (
 func compileExpr(src string, env any, parsed func(ast.Node)) (*vm.Program, exprStage, error) {
 	config, done := exprConfig(env)
 	defer done()
+	return compileWith(src, config, parsed)
+}
+
+// compileWith is compileExpr with the configuration of the environment,
+// which it uses for this compile alone.
+func compileWith(src string, config *conf.Config, parsed func(ast.Node)) (*vm.Program, exprStage, error) {
 	tree, err := parser.ParseWithConfig(src, config)
 	if err != nil {
 		var fe *file.Error
