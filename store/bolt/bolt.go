@@ -12,7 +12,10 @@
 // next sequence number, so that it writes a few pages however much it
 // changed; once the log holds WithCheckpointSize bytes (8 MiB by
 // default), a commit folds it into the tables of conversations and
-// outbox, writing each record once. Without sync, then a process that crashes loses nothing
+// outbox, writing each record once, in key order. The store keeps the
+// log since the last checkpoint in memory too (WithCheckpointSize bytes
+// and one commit's at most), so that a checkpoint writes from memory
+// and reads nothing back. Without sync, then a process that crashes loses nothing
 // (the operating system still writes the file), but a crash of the
 // machine or a power loss can lose the last commits or, as bbolt warns
 // for its NoSync mode, leave the file corrupt.
@@ -20,6 +23,7 @@ package bolt
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -88,7 +92,34 @@ type Store struct {
 	mu     sync.Mutex
 	seq    uint64
 	logged int
-	buf    []byte
+	// window holds the readable log entries since the last checkpoint,
+	// one after the other, and convOps and outOps what they change, in
+	// order, as slices of it; bad are the keys of the log's unreadable
+	// entries, which stay in the log for Load to report. entry is room
+	// to decode an entry in.
+	window  []byte
+	convOps []convOp
+	outOps  []outOp
+	bad     [][]byte
+	entry   entry
+	json    outboxJSON
+}
+
+// convOp is a put (rec) or a delete (del) of conversation key, the
+// order'th change of the window.
+type convOp struct {
+	key, rec []byte
+	del      bool
+	order    int
+}
+
+// outOp is a put (json) or a removal (del) of outbox entry seq, the
+// order'th change of the window.
+type outOp struct {
+	seq   uint64
+	json  []byte
+	del   bool
+	order int
 }
 
 var _ agent.Store = (*Store)(nil)
@@ -142,8 +173,14 @@ func Open(path string, opts ...Option) (s *Store, err error) {
 		}
 		log := tx.Bucket(bucketLog)
 		st.seq = lastSeq(log)
-		return log.ForEach(func(_, v []byte) error {
-			st.logged += len(v)
+		return forEachEntry(log, func(_ uint64, keys [][]byte, rec []byte, ok bool) error {
+			st.logged += len(rec)
+			start := len(st.window)
+			st.window = append(st.window, rec...)
+			if !ok || st.index(st.window[start:]) != nil {
+				st.window = st.window[:start]
+				st.bad = append(st.bad, keys...)
+			}
 			return nil
 		})
 	})
@@ -237,7 +274,7 @@ func (s *Store) Load() (st *agent.Stored, err error) {
 				convs[sc.ID] = sc
 			}
 			for _, id := range e.del {
-				delete(convs, id)
+				delete(convs, string(id))
 			}
 			for _, o := range e.out {
 				if oe, ok := decodeOutbox(o.seq, o.json); ok {
@@ -268,103 +305,191 @@ func (s *Store) Load() (st *agent.Stored, err error) {
 }
 
 // Commit applies b in one transaction: all it changes goes to the log as
-// one entry, and the log into the tables of conversations and outbox
-// when it has grown to the checkpoint size.
+// one entry or, when the log has grown to the checkpoint size, the
+// log with it into the tables of conversations and outbox.
 func (s *Store) Commit(b *agent.Batch) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if b.Empty() {
 		return nil
 	}
-	rec, err := appendEntry(s.buf[:0], b)
-	if err != nil {
+	if err := checkKeys(b); err != nil {
 		return fmt.Errorf("store %s: %w", s.path, err)
 	}
-	s.buf = rec
+	start, convs, outs := len(s.window), len(s.convOps), len(s.outOps)
+	if n := entrySize(b); cap(s.window)-start < n {
+		// double the room up to the checkpoint size: append alone would
+		// grow it by a quarter, and copy it again and again
+		s.window = slices.Grow(s.window, max(n, 64<<10, min(cap(s.window), s.checkpoint-cap(s.window))))
+	}
+	var err error
+	if s.window, err = appendEntry(s.window, b, &s.json); err != nil {
+		s.window = s.window[:start]
+		return fmt.Errorf("store %s: %w", s.path, err)
+	}
+	rec := s.window[start:]
 	fold := s.logged+len(rec) >= s.checkpoint
-	err = s.db.Update(func(tx *bbolt.Tx) error {
-		if err := putEntry(tx.Bucket(bucketLog), s.seq+1, rec); err != nil {
-			return err
-		}
-		if fold {
-			return foldLog(tx)
-		}
-		return nil
-	})
+	err = s.index(rec)
+	if err == nil {
+		err = s.db.Update(func(tx *bbolt.Tx) error {
+			if fold {
+				return s.fold(tx)
+			}
+			return putEntry(tx.Bucket(bucketLog), s.seq+1, rec)
+		})
+	}
 	if err != nil {
+		// fold sorted the changes: back to their order, then without b's
+		slices.SortFunc(s.convOps, func(a, b convOp) int { return cmp.Compare(a.order, b.order) })
+		slices.SortFunc(s.outOps, func(a, b outOp) int { return cmp.Compare(a.order, b.order) })
+		s.window = s.window[:start]
+		clear(s.convOps[convs:])
+		clear(s.outOps[outs:])
+		s.convOps, s.outOps = s.convOps[:convs], s.outOps[:outs]
 		return fmt.Errorf("store %s: %w", s.path, err)
 	}
 	s.seq++
 	s.logged += len(rec)
 	if fold {
 		s.logged = 0
+		clear(s.convOps)
+		clear(s.outOps)
+		s.window, s.convOps, s.outOps = s.window[:0], s.convOps[:0], s.outOps[:0]
+		if cap(s.window) > 2*s.checkpoint {
+			s.window = nil // one huge commit: let its room go
+		}
 	}
 	return nil
 }
 
-// foldLog applies the log to the conversations and the outbox, each
-// conversation's and each outbox entry's last record once, and empties
-// the log: a message sent and acknowledged within the log's life never
-// reaches the outbox table. An entry it cannot read stays in the
-// log, for Load to report.
-func foldLog(tx *bbolt.Tx) error {
-	log, convs, outbox := tx.Bucket(bucketLog), tx.Bucket(bucketConversations), tx.Bucket(bucketOutbox)
-	last, sent := map[string][]byte{}, map[uint64][]byte{}
-	var gone, kept [][]byte
-	if err := forEachEntry(log, func(_ uint64, keys [][]byte, v []byte, ok bool) error {
-		e, err := decodeEntry(v)
-		if !ok || err != nil {
-			kept = append(kept, keys...)
-			return nil
+// checkKeys refuses a batch that changes a conversation whose id cannot
+// be a key of the table (empty, or longer than bbolt.MaxKeySize): its
+// commit would go to the log, and every checkpoint after it fail.
+func checkKeys(b *agent.Batch) error {
+	for i := range b.Put {
+		if err := checkKey(b.Put[i].ID); err != nil {
+			return err
 		}
-		for _, rec := range e.put {
-			if id, err := recordID(rec); err == nil {
-				last[id] = rec
-			}
+	}
+	for _, id := range b.Delete {
+		if err := checkKey(id); err != nil {
+			return err
 		}
-		for _, id := range e.del {
-			delete(last, id)
-			if err := convs.Delete([]byte(id)); err != nil {
-				return err
-			}
-		}
-		for _, o := range e.out {
-			sent[o.seq] = o.json
-		}
-		for _, seq := range e.acked {
-			delete(sent, seq)
-			if err := outbox.Delete(seqKey(seq)); err != nil {
-				return err
-			}
-		}
-		gone = append(gone, keys...)
-		return nil
-	}); err != nil {
+	}
+	return nil
+}
+
+func checkKey(id string) error {
+	if id == "" || len(id) > bbolt.MaxKeySize {
+		return fmt.Errorf("conversation id %s of %d bytes: an id must have 1 to %d", policy.Quote(id), len(id), bbolt.MaxKeySize)
+	}
+	return nil
+}
+
+// index appends what log entry rec, a slice of the window, changes to
+// the window's changes.
+func (s *Store) index(rec []byte) error {
+	e := &s.entry
+	defer func() {
+		// drop the slices of the window
+		clear(e.put)
+		clear(e.del)
+		clear(e.out)
+	}()
+	if err := e.decode(rec); err != nil {
 		return err
 	}
-	for id, rec := range last {
-		if err := convs.Put([]byte(id), bytes.Clone(rec)); err != nil {
+	for _, r := range e.put {
+		if key, err := recordKey(r); err == nil {
+			s.convOps = append(s.convOps, convOp{key: key, rec: r, order: len(s.convOps)})
+		}
+	}
+	for _, id := range e.del {
+		s.convOps = append(s.convOps, convOp{key: id, del: true, order: len(s.convOps)})
+	}
+	for _, o := range e.out {
+		s.outOps = append(s.outOps, outOp{seq: o.seq, json: o.json, order: len(s.outOps)})
+	}
+	for _, seq := range e.acked {
+		s.outOps = append(s.outOps, outOp{seq: seq, del: true, order: len(s.outOps)})
+	}
+	return nil
+}
+
+// fold writes the window's changes to the conversations and the outbox,
+// each key's last change once and in key order, and empties the log of
+// the window's entries: a message sent and acknowledged within the
+// window never reaches the outbox table.
+func (s *Store) fold(tx *bbolt.Tx) error {
+	convs, outbox := tx.Bucket(bucketConversations), tx.Bucket(bucketOutbox)
+	slices.SortFunc(s.convOps, func(a, b convOp) int {
+		return cmp.Or(bytes.Compare(a.key, b.key), cmp.Compare(a.order, b.order))
+	})
+	for i, o := range s.convOps {
+		if i+1 < len(s.convOps) && bytes.Equal(s.convOps[i+1].key, o.key) {
+			continue // changed again later in the window
+		}
+		var err error
+		if o.del {
+			err = convs.Delete(o.key)
+		} else {
+			err = convs.Put(o.key, o.rec)
+		}
+		if err != nil {
 			return err
 		}
 	}
-	for seq, v := range sent {
-		if err := outbox.Put(seqKey(seq), bytes.Clone(v)); err != nil {
+	slices.SortFunc(s.outOps, func(a, b outOp) int {
+		return cmp.Or(cmp.Compare(a.seq, b.seq), cmp.Compare(a.order, b.order))
+	})
+	keys := make([]byte, 0, 8*len(s.outOps))
+	for i, o := range s.outOps {
+		if i+1 < len(s.outOps) && s.outOps[i+1].seq == o.seq {
+			continue
+		}
+		keys = binary.BigEndian.AppendUint64(keys, o.seq)
+		k := keys[len(keys)-8:]
+		var err error
+		if o.del {
+			err = outbox.Delete(k)
+		} else {
+			err = outbox.Put(k, o.json)
+		}
+		if err != nil {
 			return err
 		}
 	}
-	if len(kept) > 0 {
-		for _, k := range gone {
-			if err := log.Delete(k); err != nil {
-				return err
-			}
-		}
-		return nil
+	if len(s.bad) > 0 {
+		return deleteLogExcept(tx.Bucket(bucketLog), s.bad)
 	}
 	if err := tx.DeleteBucket(bucketLog); err != nil {
 		return err
 	}
 	_, err := tx.CreateBucket(bucketLog)
 	return err
+}
+
+// deleteLogExcept deletes every key of the log but those of keep.
+func deleteLogExcept(log *bbolt.Bucket, keep [][]byte) error {
+	kept := make(map[string]struct{}, len(keep))
+	for _, k := range keep {
+		kept[string(k)] = struct{}{}
+	}
+	var gone [][]byte
+	if err := log.ForEach(func(k, _ []byte) error {
+		if _, ok := kept[string(k)]; !ok {
+			gone = append(gone, bytes.Clone(k))
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	for _, k := range gone {
+		if err := log.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // decodeOutbox decodes the JSON of outbox entry seq.
@@ -375,8 +500,6 @@ func decodeOutbox(seq uint64, v []byte) (agent.OutboxEntry, bool) {
 	}
 	return e, true
 }
-
-func seqKey(seq uint64) []byte { return binary.BigEndian.AppendUint64(nil, seq) }
 
 // Close closes the file.
 func (s *Store) Close() error { return s.db.Close() }

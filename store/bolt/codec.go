@@ -1,6 +1,7 @@
 package bolt
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -28,17 +29,27 @@ func appendString(b []byte, s string) []byte {
 	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
 }
 
+// The strings of a record before its numbers are these and, between
+// them, the handler's snapshot.
+func idStrings(sc *agent.StoredConversation) [4]string {
+	return [4]string{sc.ID, sc.Policy, sc.Role, sc.Fingerprint}
+}
+
+func parentStrings(sc *agent.StoredConversation) [3]string {
+	return [3]string{sc.Opener, sc.Parent, sc.ParentSession}
+}
+
 func appendConversation(b []byte, sc *agent.StoredConversation) []byte {
-	for _, s := range []string{sc.ID, sc.Policy, sc.Role, sc.Fingerprint, string(sc.Handler), sc.Opener, sc.Parent, sc.ParentSession} {
+	for _, s := range idStrings(sc) {
+		b = appendString(b, s)
+	}
+	b = append(binary.AppendUvarint(b, uint64(len(sc.Handler))), sc.Handler...)
+	for _, s := range parentStrings(sc) {
 		b = appendString(b, s)
 	}
 	b = binary.AppendUvarint(b, sc.ParentEpoch)
 	b = binary.AppendUvarint(b, uint64(max(sc.Children, 0)))
-	var ended int64
-	if !sc.Ended.IsZero() {
-		ended = sc.Ended.UnixNano()
-	}
-	b = binary.AppendVarint(b, ended)
+	b = binary.AppendVarint(b, endedNanos(sc))
 	b = appendString(b, sc.Outcome)
 	b = appendString(b, sc.Abort)
 	b = binary.AppendUvarint(b, uint64(len(sc.Applied)))
@@ -48,16 +59,54 @@ func appendConversation(b []byte, sc *agent.StoredConversation) []byte {
 	return b
 }
 
+// conversationSize is the length of sc's record: appendConversation adds
+// exactly that many bytes.
+func conversationSize(sc *agent.StoredConversation) int {
+	n := uvarintSize(uint64(len(sc.Handler))) + len(sc.Handler)
+	for _, s := range idStrings(sc) {
+		n += stringSize(s)
+	}
+	for _, s := range parentStrings(sc) {
+		n += stringSize(s)
+	}
+	n += uvarintSize(sc.ParentEpoch) + uvarintSize(uint64(max(sc.Children, 0)))
+	var v [binary.MaxVarintLen64]byte
+	n += len(binary.AppendVarint(v[:0], endedNanos(sc)))
+	n += stringSize(sc.Outcome) + stringSize(sc.Abort) + uvarintSize(uint64(len(sc.Applied)))
+	for _, id := range sc.Applied {
+		n += stringSize(id)
+	}
+	return n
+}
+
+// endedNanos is the end time a record holds: Unix nanoseconds, 0 for
+// none.
+func endedNanos(sc *agent.StoredConversation) int64 {
+	if sc.Ended.IsZero() {
+		return 0
+	}
+	return sc.Ended.UnixNano()
+}
+
+func uvarintSize(v uint64) int {
+	n := 1
+	for ; v >= 0x80; v >>= 7 {
+		n++
+	}
+	return n
+}
+
+func stringSize(s string) int { return uvarintSize(uint64(len(s))) + len(s) }
+
 // appendEntry encodes what a commit changes: the conversations it puts,
 // each record behind its length, the ids it deletes, the outbox entries
 // it adds or replaces (their JSON, as the outbox table holds them) and
-// the sequence numbers of those it removes.
-func appendEntry(b []byte, c *agent.Batch) ([]byte, error) {
+// the sequence numbers of those it removes. It appends to b.
+func appendEntry(b []byte, c *agent.Batch, j *outboxJSON) ([]byte, error) {
 	b = binary.AppendUvarint(b, uint64(len(c.Put)))
-	var rec []byte
 	for i := range c.Put {
-		rec = appendConversation(rec[:0], &c.Put[i])
-		b = append(binary.AppendUvarint(b, uint64(len(rec))), rec...)
+		b = binary.AppendUvarint(b, uint64(conversationSize(&c.Put[i])))
+		b = appendConversation(b, &c.Put[i])
 	}
 	b = binary.AppendUvarint(b, uint64(len(c.Delete)))
 	for _, id := range c.Delete {
@@ -66,7 +115,7 @@ func appendEntry(b []byte, c *agent.Batch) ([]byte, error) {
 	b = binary.AppendUvarint(b, uint64(len(c.Send)+len(c.Update)))
 	for _, list := range [][]agent.OutboxEntry{c.Send, c.Update} {
 		for i := range list {
-			v, err := json.Marshal(&list[i])
+			v, err := j.encode(&list[i])
 			if err != nil {
 				return nil, fmt.Errorf("outbox entry %d: %w", list[i].Seq, err)
 			}
@@ -79,6 +128,35 @@ func appendEntry(b []byte, c *agent.Batch) ([]byte, error) {
 		b = binary.AppendUvarint(b, seq)
 	}
 	return b, nil
+}
+
+// entrySize guesses how long c's log entry is, to make room for it at
+// once: its handler snapshots and a little for everything else.
+func entrySize(c *agent.Batch) int {
+	n := 64*len(c.Delete) + 16*len(c.Acked)
+	for i := range c.Put {
+		n += 256 + len(c.Put[i].Handler)
+	}
+	return n + 512*(len(c.Send)+len(c.Update))
+}
+
+// outboxJSON encodes outbox entries as JSON, as json.Marshal does, into
+// one buffer it reuses.
+type outboxJSON struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+// encode returns e's JSON, valid until the next call.
+func (j *outboxJSON) encode(e *agent.OutboxEntry) ([]byte, error) {
+	if j.enc == nil {
+		j.enc = json.NewEncoder(&j.buf)
+	}
+	j.buf.Reset()
+	if err := j.enc.Encode(e); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(j.buf.Bytes(), []byte("\n")), nil // Encode ends each value with a newline
 }
 
 // reader decodes a record; its first error sticks.
@@ -179,10 +257,11 @@ func decodeConversation(b []byte) (agent.StoredConversation, error) {
 
 // entry is a decoded log entry: the conversation records it puts,
 // undecoded, the ids it deletes, the outbox entries it puts (by sequence
-// number, their JSON) and those it removes.
+// number, their JSON) and those it removes. Each is a slice of the bytes
+// decoded.
 type entry struct {
 	put   [][]byte
-	del   []string
+	del   [][]byte
 	out   []outRecord
 	acked []uint64
 }
@@ -193,46 +272,43 @@ type outRecord struct {
 }
 
 // decodeEntry splits a log entry into its records; it decodes none of
-// them (see decodeConversation and recordID).
+// them (see decodeConversation and recordKey).
 func decodeEntry(b []byte) (entry, error) {
 	var e entry
+	err := e.decode(b)
+	return e, err
+}
+
+// decode splits log entry b into e's lists, reusing their room.
+func (e *entry) decode(b []byte) error {
+	clear(e.put)
+	clear(e.del)
+	clear(e.out)
+	e.put, e.del, e.out, e.acked = e.put[:0], e.del[:0], e.out[:0], e.acked[:0]
 	r := reader{b: b}
-	if n := r.count(); n > 0 {
-		e.put = make([][]byte, 0, n)
-		for range n {
-			if e.put = append(e.put, r.bytes()); r.err != nil {
-				break
-			}
-		}
+	for n := r.count(); n > 0 && r.err == nil; n-- {
+		e.put = append(e.put, r.bytes())
 	}
-	if n := r.count(); n > 0 {
-		e.del = make([]string, 0, n)
-		for range n {
-			e.del = append(e.del, r.string())
-		}
+	for n := r.count(); n > 0 && r.err == nil; n-- {
+		e.del = append(e.del, r.bytes())
 	}
-	if n := r.count(); n > 0 {
-		e.out = make([]outRecord, 0, n)
-		for range n {
-			seq := r.uvarint()
-			e.out = append(e.out, outRecord{seq: seq, json: r.bytes()})
-		}
+	for n := r.count(); n > 0 && r.err == nil; n-- {
+		seq := r.uvarint()
+		e.out = append(e.out, outRecord{seq: seq, json: r.bytes()})
 	}
-	if n := r.count(); n > 0 {
-		e.acked = make([]uint64, 0, n)
-		for range n {
-			e.acked = append(e.acked, r.uvarint())
-		}
+	for n := r.count(); n > 0 && r.err == nil; n-- {
+		e.acked = append(e.acked, r.uvarint())
 	}
 	if r.err == nil && len(r.b) > 0 {
 		r.err = errRecord
 	}
-	return e, r.err
+	return r.err
 }
 
-// recordID reads the id a conversation record starts with.
-func recordID(rec []byte) (string, error) {
+// recordKey returns the id a conversation record starts with, as a
+// slice of rec.
+func recordKey(rec []byte) ([]byte, error) {
 	r := reader{b: rec}
-	id := r.string()
+	id := r.bytes()
 	return id, r.err
 }

@@ -1,6 +1,7 @@
 package bolt
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -20,7 +21,7 @@ func FuzzDecodeEntry(f *testing.F) {
 			Send: []agent.OutboxEntry{{Seq: 7, Conversation: "c1", Message: msg, Pending: []string{"bob"}}}, Acked: []uint64{3}},
 		{},
 	} {
-		e, err := appendEntry(nil, &b)
+		e, err := appendEntry(nil, &b, &outboxJSON{})
 		require.NoError(f, err)
 		f.Add(e)
 	}
@@ -35,10 +36,12 @@ func FuzzDecodeEntry(f *testing.F) {
 			if err != nil {
 				continue
 			}
-			id, err := recordID(rec)
+			id, err := recordKey(rec)
 			assert.NoError(t, err)
-			assert.Equal(t, sc.ID, id)
-			again, err := decodeConversation(appendConversation(nil, &sc))
+			assert.Equal(t, sc.ID, string(id))
+			rec := appendConversation(nil, &sc)
+			assert.Len(t, rec, conversationSize(&sc), "conversationSize is the record's length")
+			again, err := decodeConversation(rec)
 			assert.NoError(t, err)
 			assert.Equal(t, sc, again, "a decoded record encodes to itself")
 		}
@@ -46,4 +49,28 @@ func FuzzDecodeEntry(f *testing.F) {
 			decodeOutbox(o.seq, o.json)
 		}
 	})
+}
+
+// TestOutboxJSONIsWhatJSONMarshalWrites: the reused encoder writes each
+// entry as json.Marshal does (HTML escaped, no newline), one after the
+// other.
+func TestOutboxJSONIsWhatJSONMarshalWrites(t *testing.T) {
+	tests := []struct {
+		name string
+		e    agent.OutboxEntry
+	}{
+		{"a message", agent.OutboxEntry{Seq: 1, Conversation: "c1", Message: &forms.Message{Performative: "request", Sender: "alice", Receivers: []string{"bob"}, Content: map[string]any{"n": 1.5}}, Pending: []string{"bob"}}},
+		{"markup to escape", agent.OutboxEntry{Seq: 2, Conversation: "<c&2>", Message: &forms.Message{Performative: "inform", Content: map[string]any{"html": "<b>&amp;</b>\u2028"}}}},
+		{"no message", agent.OutboxEntry{Seq: 3}},
+	}
+	var j outboxJSON
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			want, err := json.Marshal(&tt.e)
+			require.NoError(t, err)
+			got, err := j.encode(&tt.e)
+			require.NoError(t, err)
+			assert.Equal(t, string(want), string(got))
+		})
+	}
 }

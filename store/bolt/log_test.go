@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -127,4 +128,86 @@ func TestAFileOfFormat1IsConverted(t *testing.T) {
 	st, err := s.Load()
 	require.NoError(t, err)
 	assert.Equal(t, []agent.StoredConversation{old}, st.Conversations)
+}
+
+// TestAnUnreadableLogEntryStaysThroughLaterCheckpoints breaks the log's
+// first entry, then commits with a checkpoint at every commit: the
+// checkpoints write what the readable entries and the new commits
+// changed, and leave the broken entry in the log for Load to report.
+func TestAnUnreadableLogEntryStaysThroughLaterCheckpoints(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "a.db")
+	s, err := bolt.Open(path)
+	require.NoError(t, err)
+	for _, id := range []string{"c1", "c2"} {
+		require.NoError(t, s.Commit(&agent.Batch{Put: []agent.StoredConversation{{ID: id}}}))
+	}
+	require.NoError(t, s.Close())
+	first := []byte{0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1}
+	db, err := bbolt.Open(path, 0o600, nil)
+	require.NoError(t, err)
+	require.NoError(t, db.Update(func(tx *bbolt.Tx) error { return tx.Bucket([]byte("log")).Put(first, []byte("\xff\xff\xff broken")) }))
+	require.NoError(t, db.Close())
+
+	for _, id := range []string{"c3", "c4"} {
+		s, err = bolt.Open(path, bolt.WithCheckpointSize(1))
+		require.NoError(t, err)
+		require.NoError(t, s.Commit(&agent.Batch{Put: []agent.StoredConversation{{ID: id}}}))
+		require.NoError(t, s.Close())
+	}
+	s, err = bolt.Open(path)
+	require.NoError(t, err)
+	defer s.Close()
+	st, err := s.Load()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "log entry 0000000000000001: unreadable record")
+	require.NotNil(t, st)
+	var ids []string
+	for _, sc := range st.Conversations {
+		ids = append(ids, sc.ID)
+	}
+	assert.Equal(t, []string{"c2", "c3", "c4"}, ids)
+}
+
+// TestAFailedCommitLeavesNothingForTheNextCheckpoint: a commit that
+// fails (its conversation's id cannot be a key, or a message of its
+// outbox cannot be JSON) changes nothing, and the checkpoint of the next
+// commit does not write it either, whether that checkpoint comes at once
+// or later.
+func TestAFailedCommitLeavesNothingForTheNextCheckpoint(t *testing.T) {
+	bad := &forms.Message{Performative: "inform", Sender: "a", Receivers: []string{"b"}, ConversationID: "c1", ReplyWith: "c1/a#1", Content: map[string]any{"f": func() {}}}
+	tests := []struct {
+		name  string
+		batch agent.Batch
+		want  string
+	}{
+		{"an empty id", agent.Batch{Put: []agent.StoredConversation{{ID: "c1"}, {ID: ""}}}, `conversation id "" of 0 bytes`},
+		{"an id longer than a key", agent.Batch{Put: []agent.StoredConversation{{ID: "c1"}, {ID: strings.Repeat("x", bbolt.MaxKeySize+1)}}}, "of 32769 bytes"},
+		{"a delete of an id longer than a key", agent.Batch{Put: []agent.StoredConversation{{ID: "c1"}}, Delete: []string{strings.Repeat("x", bbolt.MaxKeySize+1)}}, "of 32769 bytes"},
+		{"a message that is not JSON", agent.Batch{Put: []agent.StoredConversation{{ID: "c1"}}, Send: []agent.OutboxEntry{{Seq: 1, Conversation: "c1", Message: bad, Pending: []string{"b"}}}}, "outbox entry 1"},
+	}
+	for _, tt := range tests {
+		for _, checkpoint := range []int{1, 1 << 20} {
+			t.Run(fmt.Sprintf("%s, checkpoint %d", tt.name, checkpoint), func(t *testing.T) {
+				path := filepath.Join(t.TempDir(), "a.db")
+				s, err := bolt.Open(path, bolt.WithCheckpointSize(checkpoint))
+				require.NoError(t, err)
+				err = s.Commit(&tt.batch)
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tt.want)
+				require.NoError(t, s.Commit(&agent.Batch{Put: []agent.StoredConversation{{ID: "c2"}}}))
+				require.NoError(t, s.Close())
+				for range 2 { // as the log left it, then folded at once
+					s, err = bolt.Open(path, bolt.WithCheckpointSize(1))
+					require.NoError(t, err)
+					st, err := s.Load()
+					require.NoError(t, err)
+					require.Len(t, st.Conversations, 1)
+					assert.Equal(t, "c2", st.Conversations[0].ID)
+					assert.Empty(t, st.Outbox)
+					require.NoError(t, s.Commit(&agent.Batch{Put: []agent.StoredConversation{{ID: "c2"}}}))
+					require.NoError(t, s.Close())
+				}
+			})
+		}
+	}
 }
