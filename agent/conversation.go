@@ -40,6 +40,11 @@ type conversation struct {
 	decisions   []*decisionJob
 	timerBuf    [2]*timer
 	decisionBuf [1]*decisionJob
+	// last is the last message the handler applied, for the tombstone to
+	// tell a duplicate after the end; whole says the conversation is kept
+	// whole after its end (see tombstone).
+	last  *forms.Message
+	whole bool
 }
 
 func (c *conversation) result() waitResult {
@@ -81,7 +86,7 @@ func (w *worker) remove(id string) {
 // start creates a conversation and starts its handler.
 func (w *worker) start(id string, req *startReq, now time.Time) error {
 	m := w.m
-	if w.convs[id] != nil {
+	if w.convs[id] != nil || w.tombs[id] != nil {
 		return fmt.Errorf("%w: %s", ErrConversationExists, policy.Quote(id))
 	}
 	if !m.reserve() {
@@ -125,6 +130,12 @@ func (w *worker) message(msg *forms.Message, ack func(), now time.Time) {
 		}
 	}
 	c := w.convs[msg.ConversationID]
+	if c == nil {
+		if t := w.tombs[msg.ConversationID]; t != nil {
+			w.late(t, msg, now)
+			return
+		}
+	}
 	id := ""
 	if w.d != nil {
 		if id = MessageID(msg); id != "" && c != nil {
@@ -213,7 +224,9 @@ func (w *worker) accept(msg *forms.Message, now time.Time) *conversation {
 	c := &conversation{id: msg.ConversationID, h: h, opener: msg.Sender}
 	w.add(c)
 	w.touch(c)
-	w.log(c, slog.LevelInfo, "conversation accepted", "from", clipAttr(msg.Sender))
+	if m.o.logger.Enabled(context.Background(), slog.LevelInfo) {
+		w.log(c, slog.LevelInfo, "conversation accepted", "from", clipAttr(msg.Sender))
+	}
 	q := w.getQueue()
 	defer w.putQueue(q)
 	_ = h.Start(now, q) // a new handler always starts
@@ -305,6 +318,7 @@ func (w *worker) process(c *conversation, ev engine.Event, now time.Time) (refus
 	q := w.getQueue()
 	defer w.putQueue(q)
 	if err := c.h.Process(ev, q); err != nil {
+		c.whole = true
 		w.log(c, slog.LevelError, "processing failed", "error", err)
 		return false
 	}
@@ -313,6 +327,14 @@ func (w *worker) process(c *conversation, ev engine.Event, now time.Time) (refus
 			if pe, ok := out.(*engine.ProtocolErrorEvent); ok && pe.Message == me.Message && !pe.Applied {
 				refused = true
 			}
+		}
+		// What the tombstone needs to tell a duplicate after the end,
+		// before dispatch ends the conversation.
+		switch {
+		case c.h.Held() > 0:
+			c.whole = true
+		case !refused:
+			c.last = me.Message
 		}
 	}
 	w.dispatch(c, q, now)
@@ -564,7 +586,9 @@ func (w *worker) startChild(c *conversation, e *engine.LoadCPEvent, now time.Tim
 	w.add(child)
 	w.touch(child)
 	w.touch(c)
-	w.log(child, slog.LevelInfo, "child conversation started", "parent", c.id)
+	if m.o.logger.Enabled(context.Background(), slog.LevelInfo) {
+		w.log(child, slog.LevelInfo, "child conversation started", "parent", c.id)
+	}
 	q := w.getQueue()
 	defer w.putQueue(q)
 	// The child starts at the time of the step that loaded it (a timer's
@@ -587,7 +611,11 @@ func (w *worker) ended(c *conversation, e *engine.CPDoneEvent, now time.Time) {
 		ch <- res
 	}
 	c.waiters = nil
-	w.log(c, slog.LevelInfo, "conversation ended", "outcome", e.Outcome)
+	if w.m.o.logger.Enabled(context.Background(), slog.LevelInfo) {
+		w.log(c, slog.LevelInfo, "conversation ended", "outcome", e.Outcome)
+	}
+	w.sweep(now)
+	w.retire(c)
 	if p := c.parent; p != nil && !p.h.Done() {
 		w.process(p, &engine.CPDoneEvent{At: e.At, Policy: c.h.Program().Policy().Name, Outcome: e.Outcome, Session: c.parentSession, Epoch: c.parentEpoch}, now)
 	}

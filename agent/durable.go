@@ -438,6 +438,7 @@ func (w *worker) resume(r *resumeReq, now time.Time) {
 			c.parent = w.convs[x.sc.Parent]
 		}
 	}
+	w.retainEnded(added)
 	for _, c := range added {
 		if c.h.Done() {
 			continue

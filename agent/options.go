@@ -179,8 +179,10 @@ func WithJournal(j Journal, received bool) Option {
 
 // WithRetention keeps ended conversations this long (1 minute by
 // default), so late messages get "conversation ended" rather than
-// "unknown conversation"; a sweep removes them afterwards. Zero keeps
-// them until Close.
+// "unknown conversation"; a sweep removes them afterwards, oldest
+// first. Zero keeps them until Close. An ended conversation is kept as a
+// small tombstone, without its handler, unless the handler is needed to
+// tell a late message what it would (see docs/runtime.md).
 func WithRetention(d time.Duration) Option {
 	return func(o *options) {
 		if d < 0 {

@@ -87,7 +87,10 @@ func (o *outbox) run() {
 		for {
 			o.mu.Lock()
 			batch, closed, retry, retrying := o.queue, o.closed, o.retry, o.retrying
-			o.queue, o.spare, o.retry, o.retrying = o.spare[:0], nil, false, 0
+			if len(batch) > 0 { // an empty queue stays, to be filled again
+				o.queue, o.spare = o.spare[:0], nil
+			}
+			o.retry, o.retrying = false, 0
 			o.mu.Unlock()
 			if retry && !closed {
 				o.armed = false

@@ -178,6 +178,7 @@ func (ts *timers) fire(gen uint64, now time.Time) {
 				w.log(c, slog.LevelError, "journal write failed", "error", err)
 			}
 		}
+		c.whole = true // the handler tells a late answer to this wait (see tombstone)
 		w.process(c, &ev, now)
 	}
 	ts.rearm(now)

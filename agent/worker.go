@@ -4,7 +4,6 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/parleyhq/parley/decision"
 	"github.com/parleyhq/parley/engine"
@@ -90,12 +89,18 @@ type worker struct {
 	wake         chan struct{}
 	exited       chan struct{}
 
-	convs     map[string]*conversation
-	processed atomic.Uint64
-	queues    []*engine.Queue
-	timers    timers
-	out       *outbox
-	d         *durable // nil without a store
+	convs map[string]*conversation
+	// tombs holds the tombstones of ended conversations not kept whole;
+	// oldest to newest, linked by next, are every ended conversation
+	// within its retention (tombstones and those kept whole), in the
+	// order they ended.
+	tombs          map[string]*tombstone
+	oldest, newest *tombstone
+	processed      atomic.Uint64
+	queues         []*engine.Queue
+	timers         timers
+	out            *outbox
+	d              *durable // nil without a store
 	// Reused for the inputs of handlers, which do not keep them, when
 	// there is no observer (which may).
 	answerEv engine.DecisionEvent
@@ -103,7 +108,7 @@ type worker struct {
 }
 
 func newWorker(m *Manager) *worker {
-	w := &worker{m: m, wake: make(chan struct{}, 1), exited: make(chan struct{}), convs: map[string]*conversation{}}
+	w := &worker{m: m, wake: make(chan struct{}, 1), exited: make(chan struct{}), convs: map[string]*conversation{}, tombs: map[string]*tombstone{}}
 	w.timers.w = w
 	w.out = newOutbox(w)
 	if m.o.store != nil {
@@ -161,12 +166,16 @@ func (w *worker) run() {
 		for {
 			w.mu.Lock()
 			batch := w.queue
-			w.queue, w.spare = w.spare[:0], nil
-			w.busy = len(batch) > 0
-			w.mu.Unlock()
 			if len(batch) == 0 {
+				// The queue stays, to be filled again: a batch
+				// taken only to find it empty would be dropped.
+				w.busy = false
+				w.mu.Unlock()
 				break
 			}
+			w.queue, w.spare = w.spare[:0], nil
+			w.busy = true
+			w.mu.Unlock()
 			for i := range batch {
 				in := &batch[i]
 				if in.kind == inStop {
@@ -286,6 +295,8 @@ func (w *worker) handle(in *input) {
 	case inAnswer:
 		if c := w.convs[in.conv]; c != nil {
 			w.answer(c, in.ticket, in.extra.answer, now)
+		} else if t := w.tombs[in.conv]; t != nil {
+			w.lateAnswer(t, in.ticket, now, in)
 		}
 	case inDecided:
 		if c := w.convs[in.conv]; c != nil {
@@ -314,6 +325,10 @@ func (w *worker) wait(in *input) {
 	c := w.convs[in.conv]
 	switch {
 	case c == nil:
+		if t := w.tombs[in.conv]; t != nil {
+			in.extra.wait <- t.result()
+			return
+		}
 		in.extra.wait <- waitResult{err: noConversation(in.conv)}
 	case c.h.Done():
 		in.extra.wait <- c.result()
@@ -325,6 +340,10 @@ func (w *worker) wait(in *input) {
 func (w *worker) status(in *input) {
 	c := w.convs[in.conv]
 	if c == nil {
+		if t := w.tombs[in.conv]; t != nil {
+			in.extra.status <- statusResult{status: t.status()}
+			return
+		}
 		in.extra.status <- statusResult{err: noConversation(in.conv)}
 		return
 	}
@@ -338,16 +357,4 @@ func (w *worker) status(in *input) {
 		st.States[""] = c.h.State("")
 	}
 	in.extra.status <- statusResult{status: st}
-}
-
-// sweep forgets conversations that ended more than the retention ago.
-func (w *worker) sweep(now time.Time) {
-	for id, c := range w.convs {
-		if c.h.Done() && now.Sub(c.endedAt) >= w.m.o.retention {
-			w.remove(id)
-			if w.d != nil {
-				w.d.forget(c)
-			}
-		}
-	}
 }

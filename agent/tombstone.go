@@ -1,0 +1,236 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/parleyhq/parley/engine"
+	"github.com/parleyhq/parley/forms"
+	"github.com/parleyhq/parley/policy"
+)
+
+// tombstone is what a worker keeps of an ended conversation for its
+// retention: enough to answer Wait and Status, and to tell a late or
+// repeated message what the handler would have told it, without the
+// handler. Ended conversations are kept in the order they ended (next),
+// so that the sweep looks at the oldest only.
+//
+// A conversation whose handler might answer a late message in a way the
+// tombstone cannot tell is kept whole (c): one with a store (it is
+// stored again when a late message changes what it applied), with many
+// sessions, that took a timer's transition (a late answer to that wait
+// is reported as late, PE004, which needs the policy's guards), that
+// held a message, or whose handler failed to process an input.
+type tombstone struct {
+	id      string
+	endedAt time.Time
+	next    *tombstone
+	// c is the whole conversation, still in the worker's convs; nil for a
+	// tombstone in tombs.
+	c *conversation
+
+	prog        *engine.Program
+	outcome     string
+	abortReason string
+	state       string
+	aborted     bool
+	// The last message the handler applied, to tell a duplicate: its
+	// performative, sender, in-reply-to and reply-with, and its content
+	// when it had no reply-with.
+	lastPerf, lastSender, lastInReplyTo, lastReplyWith string
+	lastContent                                        map[string]any
+	applied                                            bool
+}
+
+// keptWhole reports whether c must stay whole after its end (see
+// tombstone).
+func (w *worker) keptWhole(c *conversation) bool {
+	return w.d != nil || c.whole || c.h.Sessions() != nil
+}
+
+// retire replaces c, which has just ended, by its tombstone, or keeps it
+// whole, and queues it for the sweep.
+func (w *worker) retire(c *conversation) {
+	t := &tombstone{id: c.id, endedAt: c.endedAt}
+	if w.keptWhole(c) {
+		t.c = c
+	} else {
+		h := c.h
+		t.prog, t.outcome, t.abortReason = h.Program(), c.outcome, c.abortReason
+		t.state, t.aborted = h.State(""), h.Aborted()
+		if l := c.last; l != nil {
+			t.applied = true
+			t.lastPerf, t.lastSender, t.lastInReplyTo, t.lastReplyWith = l.Performative, l.Sender, l.InReplyTo, l.ReplyWith
+			if l.ReplyWith == "" {
+				t.lastContent = l.Content
+			}
+		}
+		delete(w.convs, c.id)
+		w.tombs[c.id] = t
+	}
+	w.retain(t)
+}
+
+// retain queues t for the sweep, in the order conversations ended. Ends
+// come in time order, but conversations restored from a store may have
+// ended before those queued already: those are put in their place.
+func (w *worker) retain(t *tombstone) {
+	if w.newest == nil {
+		w.oldest, w.newest = t, t
+		return
+	}
+	if !t.endedAt.Before(w.newest.endedAt) {
+		w.newest.next, w.newest = t, t
+		return
+	}
+	if t.endedAt.Before(w.oldest.endedAt) {
+		t.next, w.oldest = w.oldest, t
+		return
+	}
+	p := w.oldest
+	for !t.endedAt.Before(p.next.endedAt) {
+		p = p.next
+	}
+	t.next, p.next = p.next, t
+}
+
+// retainEnded queues the ended conversations of cs, restored from the
+// store and kept whole, for the sweep.
+func (w *worker) retainEnded(cs []*conversation) {
+	var ended []*conversation
+	for _, c := range cs {
+		if c.h.Done() {
+			ended = append(ended, c)
+		}
+	}
+	slices.SortStableFunc(ended, func(a, b *conversation) int { return a.endedAt.Compare(b.endedAt) })
+	for _, c := range ended {
+		w.retain(&tombstone{id: c.id, endedAt: c.endedAt, c: c})
+	}
+}
+
+// sweep forgets the conversations that ended at least the retention ago,
+// oldest first; it stops at the first one still within its retention.
+func (w *worker) sweep(now time.Time) {
+	if w.m.o.retention <= 0 {
+		return
+	}
+	for t := w.oldest; t != nil && now.Sub(t.endedAt) >= w.m.o.retention; t = w.oldest {
+		w.oldest, t.next = t.next, nil
+		if w.oldest == nil {
+			w.newest = nil
+		}
+		if c := t.c; c != nil {
+			w.remove(c.id)
+			if w.d != nil {
+				w.d.forget(c)
+			}
+			continue
+		}
+		delete(w.tombs, t.id)
+		w.m.total.Add(-1)
+	}
+}
+
+func (t *tombstone) result() waitResult {
+	if t.abortReason != "" {
+		return waitResult{outcome: t.outcome, err: &AbortError{Conversation: t.id, Reason: t.abortReason}}
+	}
+	return waitResult{outcome: t.outcome}
+}
+
+func (t *tombstone) status() Status {
+	return Status{Conversation: t.id, Policy: t.prog.Policy().Name, Role: t.prog.Role(), Done: true, Outcome: t.outcome, States: map[string]string{"": t.state}}
+}
+
+// late reports a message for an ended conversation, as its handler
+// would: its content beyond forms.DefaultLimits (PE015), after an abort
+// (PE005), a repeat of the last message applied (PE006), else after the
+// end (PE005).
+func (w *worker) late(t *tombstone, msg *forms.Message, now time.Time) {
+	m := w.m
+	if m.o.journal != nil && m.o.journalReceived {
+		if err := m.o.journal.Write(now, msg); err != nil {
+			w.tombLog(t, slog.LevelError, "journal write failed", "error", err)
+		}
+	}
+	if m.o.observer != nil {
+		w.observeTomb(t, &engine.MessageEvent{At: now, Message: msg}, true)
+	}
+	perf, from := t.perf(msg), policy.Quote(msg.Sender)
+	var code engine.ErrorCode
+	var reason string
+	switch err := forms.CheckContent(msg.Content, forms.DefaultLimits); {
+	case err != nil:
+		code, reason = engine.CodeContentLimit, fmt.Sprintf("%s from %s was not applied: %v", perf, from, err)
+	case t.aborted:
+		code, reason = engine.CodeEnded, fmt.Sprintf("%s from %s arrived after the conversation was aborted", perf, from)
+	case t.isDuplicate(msg):
+		code, reason = engine.CodeDuplicate, fmt.Sprintf("%s from %s repeats a message already received; the conversation has ended with outcome %s", perf, from, policy.Quote(t.outcome))
+	default:
+		code, reason = engine.CodeEnded, fmt.Sprintf("%s from %s arrived after the conversation ended with outcome %s", perf, from, policy.Quote(t.outcome))
+	}
+	w.tombError(t, &engine.ProtocolErrorEvent{At: now, Code: code, Reason: reason, Message: msg, State: t.state})
+}
+
+// lateAnswer reports an answer (Manager.Answer) for an ended
+// conversation, as its handler would: the decision is stale (PE008).
+func (w *worker) lateAnswer(t *tombstone, ticket uint64, now time.Time, in *input) {
+	if w.m.o.observer != nil {
+		w.observeTomb(t, &engine.DecisionEvent{At: now, Ticket: ticket, Answer: in.extra.answer}, true)
+	}
+	reason := fmt.Sprintf("decision for ticket %d is stale: the conversation moved on before it was answered", ticket)
+	w.tombError(t, &engine.ProtocolErrorEvent{At: now, Code: engine.CodeStaleDecision, Reason: reason})
+}
+
+// tombError logs and observes a protocol error as dispatch does for a
+// handler's.
+func (w *worker) tombError(t *tombstone, pe *engine.ProtocolErrorEvent) {
+	if w.m.o.observer != nil {
+		w.observeTomb(t, pe, false)
+	}
+	if w.m.o.logger.Enabled(context.Background(), slog.LevelWarn) {
+		w.tombLog(t, slog.LevelWarn, pe.Reason, "code", string(pe.Code), "session", "")
+	}
+}
+
+// isDuplicate tells a repeat of the last message applied: the same
+// performative, sender and in-reply-to, and the same reply-with, or the
+// same content when neither has one.
+func (t *tombstone) isDuplicate(m *forms.Message) bool {
+	if !t.applied || m.Performative != t.lastPerf || m.InReplyTo != t.lastInReplyTo || m.Sender != t.lastSender {
+		return false
+	}
+	if m.ReplyWith != "" || t.lastReplyWith != "" {
+		return m.ReplyWith == t.lastReplyWith
+	}
+	return forms.SameContent(m.Content, t.lastContent)
+}
+
+// perf names m's performative for a reason, as the handler does: as it
+// is when the policy has a message type of that performative, else
+// quoted and bounded.
+func (t *tombstone) perf(m *forms.Message) string {
+	for _, mt := range t.prog.Policy().Messages {
+		if mt.Performative == m.Performative {
+			return m.Performative
+		}
+	}
+	return policy.Quote(m.Performative)
+}
+
+func (w *worker) observeTomb(t *tombstone, ev engine.Event, input bool) {
+	w.m.observe(Observation{Agent: w.m.self, Conversation: t.id, Policy: t.prog.Policy().Name, Role: t.prog.Role(), Input: input, Event: ev})
+}
+
+func (w *worker) tombLog(t *tombstone, level slog.Level, msg string, args ...any) {
+	m := w.m
+	if !m.o.logger.Enabled(context.Background(), level) {
+		return
+	}
+	attrs := append([]any{"agent", m.self, "conversation", t.id, "policy", t.prog.Policy().Name, "role", t.prog.Role(), "state", t.state}, args...)
+	m.o.logger.Log(context.Background(), level, clipAttr(msg), attrs...)
+}
