@@ -500,7 +500,8 @@ func (h *Handler) boundWait(t, at time.Time) time.Time {
 // assign evaluates t's assignments and stores them; an evaluation error
 // is reported and the transition not taken.
 func (h *Handler) assign(i int, t *transProg, m *forms.Message, at time.Time, out *Queue) bool {
-	vals, name, err := h.evalSets(i, t, m)
+	var buf [maxInlineSets]any
+	vals, name, err := h.evalSets(i, t, m, buf[:0])
 	if err != nil {
 		h.protocolError(out, at, CodeExpression, i, m, false, "setting %s: %v", policy.Quote(name), err)
 		return false
@@ -519,14 +520,17 @@ func (h *Handler) assign(i int, t *transProg, m *forms.Message, at time.Time, ou
 // a timeout or a child's return) without storing them; on failure it
 // returns the variable whose expression failed. A value that breaks the
 // content limits (a division by zero's infinity) fails too: variables are
-// kept in snapshots, and passed to decisions, as content is.
-func (h *Handler) evalSets(i int, t *transProg, m *forms.Message) ([]any, string, error) {
+// kept in snapshots, and passed to decisions, as content is. It appends
+// the values to vals.
+func (h *Handler) evalSets(i int, t *transProg, m *forms.Message, vals []any) ([]any, string, error) {
 	env := decision.Env{Vars: h.sessions[i].vars}
 	if m != nil {
-		env.Content, env.Msg = m.Content, m.Envelope()
+		env.Content = m.Content
+		if t.setsReadMsg {
+			env.Msg = m.Envelope()
+		}
 	}
-	vals := make([]any, len(t.sets))
-	for k, set := range t.sets {
+	for _, set := range t.sets {
 		v, err := set.prog.Eval(&env)
 		if err == nil {
 			err = forms.CheckValue(v, forms.DefaultLimits)
@@ -534,10 +538,14 @@ func (h *Handler) evalSets(i int, t *transProg, m *forms.Message) ([]any, string
 		if err != nil {
 			return nil, set.name, err
 		}
-		vals[k] = v
+		vals = append(vals, v)
 	}
 	return vals, "", nil
 }
+
+// maxInlineSets is how many assignments of a transition are evaluated
+// without allocating room for their values.
+const maxInlineSets = 4
 
 // answer applies decision logic's answer.
 func (h *Handler) answer(e *DecisionEvent, out *Queue) error {
@@ -657,7 +665,8 @@ func (h *Handler) take(i int, choice string, content map[string]any, replyBy tim
 		if len(t.sets) == 0 {
 			break
 		}
-		if _, name, err := h.evalSets(j, t, msg); err != nil {
+		var buf [maxInlineSets]any
+		if _, name, err := h.evalSets(j, t, msg, buf[:0]); err != nil {
 			h.seq--
 			h.protocolError(out, at, CodeExpression, j, nil, false, "setting %s: %v; %s was not sent", policy.Quote(name), err, pr.msgs[t.msg].name)
 			return false, nil

@@ -84,6 +84,9 @@ type transProg struct {
 	next     int
 	guard    *decision.Expression
 	sets     []setProg
+	// setsReadMsg says whether an expression of sets may read the
+	// message's envelope, which is then built to evaluate them.
+	setsReadMsg bool
 }
 
 type setProg struct {
@@ -300,6 +303,7 @@ func build(p *policy.Policy, role string, proj *policy.Projection, o *compileOpt
 			}
 			for _, a := range t.Set {
 				tp.sets = append(tp.sets, setProg{name: a.Var.Name, prog: exprs[a.Expr]})
+				tp.setsReadMsg = tp.setsReadMsg || exprs[a.Expr].ReadsMsg()
 			}
 			switch lt.Action {
 			case policy.ActionSend, policy.ActionReceive:
