@@ -36,10 +36,12 @@ type conversation struct {
 	applied map[string]struct{}
 	// decisions holds the decisions decision logic is taking off the
 	// worker. timers and decisions start in the buffers that follow,
-	// which hold as many as a conversation usually has.
+	// which hold as many as a conversation usually has (and waiters its
+	// one Wait).
 	decisions   []*decisionJob
 	timerBuf    [2]*timer
 	decisionBuf [1]*decisionJob
+	waiterBuf   [1]chan waitResult
 	// last is the last message the handler applied, for the tombstone to
 	// tell a duplicate after the end; whole says the conversation is kept
 	// whole after its end (see tombstone).
@@ -92,7 +94,8 @@ func (w *worker) start(id string, req *startReq, now time.Time) error {
 	if !m.reserve() {
 		return ErrLimit
 	}
-	var opts []engine.HandlerOption
+	var optBuf [4]engine.HandlerOption
+	opts := optBuf[:0]
 	for role, agents := range req.peers {
 		opts = append(opts, engine.WithPeers(role, agents...))
 	}

@@ -14,5 +14,14 @@ var idEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadd
 func newID(self string) string {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
-	return self + "-" + idEncoding.EncodeToString(b[:])
+	var stack [96]byte     // the id is spelt here, and copied once into its string
+	n := len(self) + 1 + idEncoding.EncodedLen(len(b))
+	buf := stack[:0]
+	if n > len(stack) {
+		buf = make([]byte, 0, n)
+	}
+	buf = append(append(buf, self...), '-')
+	buf = buf[:n]
+	idEncoding.Encode(buf[len(self)+1:], b[:])
+	return string(buf)
 }

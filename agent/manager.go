@@ -276,20 +276,53 @@ func (m *Manager) Start(ctx context.Context, r StartRequest) (string, error) {
 	if id == "" {
 		id = newID(m.self)
 	}
-	done := make(chan error, 1)
-	in := input{kind: inStart, conv: id, extra: &inputExtra{start: &startReq{prog: prog, peers: r.Peers, data: r.Data, done: done}}}
-	if err := m.workerOf(id).push(in, true); err != nil {
+	sc := startCalls.Get().(*startCall)
+	sc.req = startReq{prog: prog, peers: r.Peers, data: r.Data, done: sc.done}
+	sc.x = inputExtra{start: &sc.req}
+	if err := m.workerOf(id).push(input{kind: inStart, conv: id, extra: &sc.x}, true); err != nil {
+		sc.release()
 		return "", err
 	}
 	select {
-	case err := <-done:
+	case err := <-sc.done:
+		sc.release()
 		if err != nil {
 			return "", err
 		}
 		return id, nil
 	case <-ctx.Done():
-		return id, ctx.Err()
+		return id, ctx.Err() // sc stays with the worker, which may still answer
 	}
+}
+
+// startCall is what one Start hands its worker, in one allocation that
+// the next Start reuses once the worker has answered.
+type startCall struct {
+	x    inputExtra
+	req  startReq
+	done chan error
+}
+
+var startCalls = sync.Pool{New: func() any { return &startCall{done: make(chan error, 1)} }}
+
+// release gives sc back for reuse; its channel is empty, the answer
+// taken.
+func (sc *startCall) release() {
+	sc.x, sc.req = inputExtra{}, startReq{}
+	startCalls.Put(sc)
+}
+
+// waitCall is what one Wait hands its worker, reused as startCall is.
+type waitCall struct {
+	x  inputExtra
+	ch chan waitResult
+}
+
+var waitCalls = sync.Pool{New: func() any { return &waitCall{ch: make(chan waitResult, 1)} }}
+
+func (wc *waitCall) release() {
+	wc.x = inputExtra{}
+	waitCalls.Put(wc)
 }
 
 // Deliver hands the manager an inbound message that the transport says
@@ -385,15 +418,18 @@ func (m *Manager) Wait(ctx context.Context, conversation string) (string, error)
 	if m.closed.Load() {
 		return "", ErrClosed
 	}
-	ch := make(chan waitResult, 1)
-	if err := m.workerOf(conversation).push(input{kind: inWait, conv: conversation, extra: &inputExtra{wait: ch}}, false); err != nil {
+	wc := waitCalls.Get().(*waitCall)
+	wc.x = inputExtra{wait: wc.ch}
+	if err := m.workerOf(conversation).push(input{kind: inWait, conv: conversation, extra: &wc.x}, false); err != nil {
+		wc.release()
 		return "", err
 	}
 	select {
-	case r := <-ch:
+	case r := <-wc.ch:
+		wc.release()
 		return r.outcome, r.err
 	case <-ctx.Done():
-		return "", ctx.Err()
+		return "", ctx.Err() // wc stays with the worker, which may still answer
 	}
 }
 

@@ -3,6 +3,7 @@ package agent
 import (
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/parleyhq/parley/engine"
@@ -17,7 +18,11 @@ type timers struct {
 	alarm    ClockTimer
 	alarmAt  time.Time
 	alarmGen uint64
-	free     []*timer
+	// ring is the alarm on the wall clock, reused; ringGen is the
+	// generation it was last set for.
+	ring    *time.Timer
+	ringGen atomic.Uint64
+	free    []*timer
 }
 
 // timer is an armed timer of a conversation: one of its policy's
@@ -119,6 +124,20 @@ func (ts *timers) rearm(now time.Time) {
 		// without waiting for the clock to move.
 		ts.alarm = nil
 		_ = w.push(input{kind: inTick, ticket: gen}, false) // fails only once closed
+		return
+	}
+	if _, ok := w.m.o.clock.(realClock); ok {
+		// The wall clock's alarm is one time.Timer, set again each time:
+		// it rings with the generation it was last set for.
+		ts.ringGen.Store(gen)
+		if ts.ring == nil {
+			ts.ring = time.AfterFunc(time.Until(at), func() {
+				_ = w.push(input{kind: inTick, ticket: ts.ringGen.Load()}, false) // fails only once closed
+			})
+		} else {
+			ts.ring.Reset(time.Until(at))
+		}
+		ts.alarm = ts.ring
 		return
 	}
 	tick := func() {

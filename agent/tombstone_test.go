@@ -301,3 +301,41 @@ func TestAnEndedConversationsIDStaysTaken(t *testing.T) {
 	_, err = alice.Start(ctx, start)
 	assert.ErrorIs(t, err, agent.ErrConversationExists)
 }
+
+// TestTheWallClockAlarmFiresEveryTimer: on the wall clock a worker's
+// alarm is one timer set again for each earliest deadline; a deadline
+// earlier than the one it was set for, and later ones, all fire.
+func TestTheWallClockAlarmFiresEveryTimer(t *testing.T) {
+	bus := agent.NewBus()
+	p, err := policies.Load("fipa-request")
+	require.NoError(t, err)
+	alice, err := agent.NewManager("alice", agent.WithLogger(quiet), agent.WithWorkers(1),
+		agent.WithDecider(decision.Func(func(_ context.Context, req *decision.Request) (decision.Answer, error) {
+			if req.Point != "start" {
+				return decision.Answer{}, decision.ErrNoDecision
+			}
+			d, _ := time.ParseDuration(req.Content["wait"].(string))
+			return decision.Answer{Choice: "request", ReplyBy: time.Now().Add(d)}, nil
+		})))
+	require.NoError(t, err)
+	bob, err := agent.NewManager("bob", agent.WithLogger(quiet), agent.WithAsyncDecisions(func(agent.DecisionRequest) {}))
+	require.NoError(t, err)
+	for _, m := range []*agent.Manager{alice, bob} {
+		require.NoError(t, m.Register(p))
+		require.NoError(t, bus.Connect(m))
+		t.Cleanup(func() { _ = m.Close(context.Background()) })
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var ids []string
+	for _, wait := range []string{"300ms", "50ms", "150ms", "50ms"} {
+		id, err := alice.Start(ctx, agent.StartRequest{Policy: "fipa-request", Role: "Initiator", Peers: map[string][]string{"Participant": {"bob"}}, Data: map[string]any{"wait": wait}})
+		require.NoError(t, err)
+		ids = append(ids, id)
+	}
+	for _, id := range ids {
+		outcome, err := alice.Wait(ctx, id)
+		require.NoError(t, err)
+		assert.Equal(t, "timeout", outcome)
+	}
+}

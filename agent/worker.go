@@ -333,6 +333,9 @@ func (w *worker) wait(in *input) {
 	case c.h.Done():
 		in.extra.wait <- c.result()
 	default:
+		if c.waiters == nil {
+			c.waiters = c.waiterBuf[:0]
+		}
 		c.waiters = append(c.waiters, in.extra.wait)
 	}
 }
