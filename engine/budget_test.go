@@ -112,7 +112,7 @@ func TestRunBudgetRestored(t *testing.T) {
 		}
 	}
 	require.NotZero(t, ticket)
-	snap, err := h.Snapshot()
+	snap, err := engine.JSONSnapshot(h)
 	require.NoError(t, err)
 	assert.Contains(t, string(snap), `"messages":1`)
 	h2, err := pr.Restore(snap)
@@ -166,7 +166,7 @@ func TestRunBudgetReceived(t *testing.T) {
 func TestRestoreRefusesBadBudgetCounts(t *testing.T) {
 	h, _ := startPingPong(t, "budget: {visits: 3}", "A")
 	pr := h.Program()
-	snap, err := h.Snapshot()
+	snap, err := engine.JSONSnapshot(h)
 	require.NoError(t, err)
 	require.Contains(t, string(snap), `"visits":[1,0,0]`)
 	for _, tt := range []struct{ name, from, to, want string }{
@@ -188,7 +188,7 @@ func TestNoBudgetNoCounts(t *testing.T) {
 	h, q := startPingPong(t, "", "B")
 	ping := msg("inform", "A", "B", map[string]any{"ping": true})
 	require.NoError(t, h.Process(&engine.MessageEvent{At: time.Unix(1, 0), Message: &ping}, q))
-	snap, err := h.Snapshot()
+	snap, err := engine.JSONSnapshot(h)
 	require.NoError(t, err)
 	assert.NotContains(t, string(snap), `"messages"`)
 	assert.NotContains(t, string(snap), `"visits"`)

@@ -213,7 +213,7 @@ func TestSnapshotKeepsHeldMessages(t *testing.T) {
 func TestRestoreChecksHeldMessages(t *testing.T) {
 	h := multipartyHandler(t, "two-buyer", "Buyer2")
 	require.Empty(t, feedAll(t, h, share(4)))
-	data, err := h.Snapshot()
+	data, err := engine.JSONSnapshot(h)
 	require.NoError(t, err)
 	tests := []struct {
 		name string
@@ -251,7 +251,7 @@ func TestRestoreChecksHeldMessages(t *testing.T) {
 		require.NoError(t, err)
 		var q engine.Queue
 		require.NoError(t, other.Start(t0, &q))
-		base, err := other.Snapshot()
+		base, err := engine.JSONSnapshot(other)
 		require.NoError(t, err)
 		target := map[string]any{}
 		require.NoError(t, json.Unmarshal(base, &target))
@@ -524,7 +524,7 @@ func holdSeeds(tb testing.TB) []restoreSeed {
 				tb.Fatal(err)
 			}
 		}
-		data, err := h.Snapshot()
+		data, err := engine.JSONSnapshot(h)
 		if err != nil {
 			tb.Fatal(err)
 		}

@@ -1,7 +1,10 @@
 package engine_test
 
 import (
+	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -22,8 +25,10 @@ var restoreTargets = []struct{ policy, role string }{
 // either refuses them or returns a handler that processes events of
 // every kind (messages received and overheard, decisions, timers, child
 // ends, an abort) without panicking, and whose snapshot restores again.
+// The seeds are snapshots of both formats, binary and JSON.
 func FuzzRestore(f *testing.F) {
-	for _, s := range append(restoreSeeds(f), holdSeeds(f)...) {
+	held := holdSeeds(f)
+	for _, s := range slices.Concat(restoreSeeds(f), held, binarySeeds(held), goldenSeeds(f)) {
 		f.Add(s.target, s.data)
 	}
 	f.Fuzz(func(t *testing.T, target uint8, data []byte) {
@@ -47,8 +52,8 @@ type restoreSeed struct {
 }
 
 // restoreSeeds are real snapshots of every agent after every step of
-// FIPA Request and Contract Net conversations, and edits of them that
-// Restore must refuse or survive.
+// FIPA Request and Contract Net conversations, in both formats, and
+// edits of them that Restore must refuse or survive.
 func restoreSeeds(tb testing.TB) []restoreSeed {
 	agreed := seq(start(), say("alice", "request", content{"action": "paint"}), say("bob", "agree", nil))
 	convs := []struct {
@@ -83,11 +88,16 @@ func restoreSeeds(tb testing.TB) []restoreSeed {
 	return out
 }
 
-// snapshotSeeds are the snapshot of agent name's handler in c and edits
-// of it.
+// snapshotSeeds are the snapshot of agent name's handler in c, in both
+// formats, and edits of it: of the JSON and of the binary (in both
+// formats, and cut short).
 func snapshotSeeds(tb testing.TB, c *conv, name string) []restoreSeed {
 	h := c.handlers[name]
-	data, err := h.Snapshot()
+	bin, err := h.Snapshot()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	data, err := engine.JSONSnapshot(h)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -95,7 +105,8 @@ func snapshotSeeds(tb testing.TB, c *conv, name string) []restoreSeed {
 	target := uint8(slices.IndexFunc(restoreTargets, func(t struct{ policy, role string }) bool {
 		return t.policy == pr.Policy().Name && t.role == pr.Role()
 	}))
-	out := []restoreSeed{{target, data}}
+	out := []restoreSeed{{target, bin}, {target, data}, {target, bin[:len(bin)/2]}, {target, bin[:len(bin)-1]}}
+	edits := len(out)
 	states := pr.States()
 	for k, edit := range []func(m map[string]any){
 		func(m map[string]any) { forSessions(m, func(s map[string]any) { delete(s, "state") }) },
@@ -120,7 +131,42 @@ func snapshotSeeds(tb testing.TB, c *conv, name string) []restoreSeed {
 		out = append(out, restoreSeed{target, mutated})
 		// Another program's target too, now and then.
 		if k == 0 {
-			out = append(out, restoreSeed{target + 1, data})
+			out = append(out, restoreSeed{target + 1, data}, restoreSeed{target + 1, bin})
+		}
+	}
+	return append(out, binarySeeds(out[edits:])...)
+}
+
+// goldenSeeds are the snapshots in testdata/snapshot, of both formats,
+// each for the first target (most are of another program).
+func goldenSeeds(tb testing.TB) []restoreSeed {
+	var out []restoreSeed
+	for _, pattern := range []string{"*.v2.json", "*.v3.bin"} {
+		paths, err := filepath.Glob(filepath.Join("testdata", "snapshot", pattern))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		for _, path := range paths {
+			data, err := os.ReadFile(path)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			out = append(out, restoreSeed{0, data})
+		}
+	}
+	return out
+}
+
+// binarySeeds returns, for each of seeds of JSON that reads as a
+// snapshot, the same snapshot in the binary format.
+func binarySeeds(seeds []restoreSeed) []restoreSeed {
+	var out []restoreSeed
+	for _, s := range seeds {
+		if len(s.data) == 0 || s.data[0] != '{' {
+			continue
+		}
+		if bin, err := engine.BinarySnapshot(s.data); err == nil {
+			out = append(out, restoreSeed{s.target, bin})
 		}
 	}
 	return out
@@ -135,8 +181,24 @@ func forSessions(m map[string]any, fn func(s map[string]any)) {
 // exerciseRestored feeds h, restored from data, events of every kind
 // built from what the snapshot holds (its peers, epochs and tickets) and
 // from the program's names, and requires that none panics and that the
-// handler's snapshot restores again.
+// handler's snapshot restores again, into a handler that snapshots the
+// same bytes.
 func exerciseRestored(t *testing.T, pr *engine.Program, h *engine.Handler, data []byte) {
+	first, err := h.Snapshot()
+	if err != nil {
+		t.Fatalf("snapshot of a restored handler: %v", err)
+	}
+	back, err := pr.Restore(first)
+	if err != nil {
+		t.Fatalf("the snapshot of a restored handler does not restore: %v\n%q", err, first)
+	}
+	if second, err := back.Snapshot(); err != nil || !bytes.Equal(first, second) {
+		t.Fatalf("a handler restored from a snapshot snapshots other bytes (%v):\n%q\n%q", err, first, second)
+	}
+	asJSON, err := engine.SnapshotJSON(data)
+	if err != nil {
+		t.Fatalf("Restore accepted what SnapshotJSON refuses: %v", err)
+	}
 	var sn struct {
 		Sessions []struct {
 			Peer        string `json:"peer"`
@@ -150,7 +212,7 @@ func exerciseRestored(t *testing.T, pr *engine.Program, h *engine.Handler, data 
 		JoinTicket  uint64   `json:"join_ticket"`
 		Peers       []string `json:"peers"`
 	}
-	if err := json.Unmarshal(data, &sn); err != nil {
+	if err := json.Unmarshal(asJSON, &sn); err != nil {
 		t.Fatalf("Restore accepted what json.Unmarshal refuses: %v", err)
 	}
 	peers := []string{"", "alice", "bob"}
@@ -227,7 +289,7 @@ func exerciseRestored(t *testing.T, pr *engine.Program, h *engine.Handler, data 
 		t.Fatalf("snapshot of a restored handler: %v", err)
 	}
 	if _, err := pr.Restore(again); err != nil {
-		t.Fatalf("the snapshot of a restored handler does not restore: %v\n%s", err, again)
+		t.Fatalf("the snapshot of a restored handler does not restore: %v\n%q", err, again)
 	}
 	q.Reset()
 	if err := h.Abort(at, "fuzz", &q); err != nil {
@@ -237,6 +299,6 @@ func exerciseRestored(t *testing.T, pr *engine.Program, h *engine.Handler, data 
 		t.Fatalf("snapshot after Abort: %v", err)
 	}
 	if _, err := pr.Restore(again); err != nil {
-		t.Fatalf("the snapshot after Abort does not restore: %v\n%s", err, again)
+		t.Fatalf("the snapshot after Abort does not restore: %v\n%q", err, again)
 	}
 }

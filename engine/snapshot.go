@@ -12,12 +12,20 @@ import (
 	"github.com/parleyhq/parley/policy"
 )
 
-// snapshotVersion is the version of the snapshot format. Version 2
-// types commitment timers (TimerEvent.Commitment); version 1 named them
-// "commitment:<name>", so the timers a runtime kept for a version 1
-// handler would not reach a restored one: Restore refuses version 1.
-const snapshotVersion = 2
+// snapshotVersion is the version of the snapshot format Snapshot
+// writes: version 3 is binary (see Snapshot). jsonSnapshotVersion is
+// the JSON format earlier releases wrote, which Restore still reads.
+// Version 2 types commitment timers (TimerEvent.Commitment); version 1
+// named them "commitment:<name>", so the timers a runtime kept for a
+// version 1 handler would not reach a restored one: Restore refuses
+// version 1.
+const (
+	snapshotVersion     = 3
+	jsonSnapshotVersion = 2
+)
 
+// snapshot is what a snapshot holds, in either format: JSON as its
+// tags say, binary as appendSnapshot writes it.
 type snapshot struct {
 	Version      int               `json:"version"`
 	Fingerprint  string            `json:"fingerprint"`
@@ -67,13 +75,84 @@ type commitSnapshot struct {
 	Deadline int64           `json:"deadline,omitempty"`
 }
 
-// Snapshot returns the handler's whole state as bytes (JSON): the policy
+// Snapshot returns the handler's whole state as bytes: the policy
 // fingerprint and role, every session's state, variables, armed timers
 // with their epochs, commitments, pending decisions and held messages
-// (see MaxHeld). Program.Restore
-// turns it back into a handler that behaves exactly as this one would.
-// Message content is kept as JSON, so numbers come back as float64.
+// (see MaxHeld). Program.Restore turns it back into a handler that
+// behaves exactly as this one would. The same state gives the same bytes:
+// maps are written in key order.
+//
+// The format (version 3) is binary: a byte 3, then the fields in a fixed
+// order. A number is a uvarint (a signed one a varint), a string or
+// byte slice a uvarint length and its bytes, a list a uvarint count and
+// its items, a flag set one byte. In order: the fingerprint (a byte 1
+// and the 32 bytes of a "sha256:" digest, or a byte 0 and a string),
+// policy, role, conversation and self; the mode (a byte) and the flags
+// started, done and aborted (1, 2, 4); counter and seq; the peers; the
+// sessions at the join and ended; the group and join tickets; the
+// sessions; the held messages. A session is its peer, state and
+// timed-out-from state (by name, so that a store outlives a change to
+// how programs number states), epoch, ticket, deadlines, the last
+// reply-with, in-reply-to, message type and sender, content, the last
+// two reply-withs sent, variables, deadline sources, commitments (state
+// by name, epoch, deadline) and budget counts. A held message is its
+// arrival time, envelope and content. A time is a byte 0 (the zero
+// time), or a byte 1 (UTC) or 2 (another zone) followed by Unix seconds
+// and nanoseconds, and for 2 the zone's offset in seconds. A map (content, variables) is a count and its
+// keys in increasing order, each with its value; a value is a tag byte
+// (0 null, 1 false, 2 true, 3 an integer as a varint, 4 a float64's
+// eight bytes little-endian, 5 a string, 6 a list, 7 a map) and what
+// the tag says.
+//
+// A snapshot keeps content and variables as JSON would: a number of any
+// Go type, a json.Number and a time.Duration (nanoseconds) come back as
+// float64, a time.Time as its RFC 3339 string; strings come back byte
+// for byte. A restored handler reads them as the original did, since
+// expressions see content through the fields' declared types and
+// duplicate detection compares numbers by value (forms.SameContent).
+// Snapshot fails on a value JSON cannot carry (a NaN, a time outside
+// the years 0 to 9999, maps and lists nested more than
+// forms.DefaultLimits.MaxDepth+1 deep), which the engine never lets into
+// a handler.
 func (h *Handler) Snapshot() ([]byte, error) {
+	// Room for most snapshots in one allocation: a header of about 100
+	// bytes and sessions of about 100 bytes and some content.
+	data, err := h.AppendSnapshot(make([]byte, 0, 128+192*len(h.sessions)))
+	if err != nil {
+		return nil, err
+	}
+	return data, nil
+}
+
+// AppendSnapshot appends the handler's snapshot (see Snapshot) to dst and
+// returns the extended buffer, so that a runtime can reuse one buffer for
+// every checkpoint. On an error it returns dst unchanged.
+func (h *Handler) AppendSnapshot(dst []byte) ([]byte, error) {
+	b, err := h.appendSnapshot(dst)
+	if err != nil {
+		return dst, fmt.Errorf("engine: snapshot: %w", err)
+	}
+	return b, nil
+}
+
+// snapshotHeader returns h's snapshot without its sessions and held
+// messages.
+func (h *Handler) snapshotHeader() snapshot {
+	pr := h.prog
+	sn := snapshot{
+		Version: snapshotVersion, Fingerprint: pr.fingerprint, Policy: pr.policy.Name, Role: pr.role,
+		Conversation: h.conv, Self: h.self, Mode: h.mode, Started: h.started, Done: h.done, Aborted: h.aborted,
+		Counter: h.counter, Seq: h.seq, Peers: h.peers, Ended: h.ended,
+	}
+	if h.many != nil {
+		sn.AtJoin, sn.GroupTicket, sn.JoinTicket = h.many.atJoin, h.many.groupTicket, h.many.joinTicket
+	}
+	return sn
+}
+
+// sessionSnapshot returns session s as a snapshot keeps it, its
+// commitments appended to commits.
+func (h *Handler) sessionSnapshot(s *session, commits []commitSnapshot) sessionSnapshot {
 	pr := h.prog
 	name := func(st int32) string {
 		if st < 0 {
@@ -81,36 +160,30 @@ func (h *Handler) Snapshot() ([]byte, error) {
 		}
 		return pr.states[st].name
 	}
-	sn := snapshot{
-		Version: snapshotVersion, Fingerprint: pr.fingerprint, Policy: pr.policy.Name, Role: pr.role,
-		Conversation: h.conv, Self: h.self, Mode: h.mode, Started: h.started, Done: h.done, Aborted: h.aborted,
-		Counter: h.counter, Seq: h.seq, Peers: h.peers, Ended: h.ended, Held: h.heldSnapshots(),
+	ss := sessionSnapshot{
+		Peer: s.peer, State: name(s.state), TimedOutFrom: name(s.timedOutFrom), Epoch: s.epoch, Ticket: s.ticket,
+		Deadlines: s.deadlines, LastReplyWith: s.lastReplyWith, LastInReplyTo: s.lastInReplyTo, LastSender: s.lastSender,
+		Content: s.content, Sent: s.sent, Vars: s.vars, SrcTimes: s.srcTimes,
+		Messages: s.messages, Visits: s.visits,
 	}
-	if h.many != nil {
-		sn.AtJoin, sn.GroupTicket, sn.JoinTicket = h.many.atJoin, h.many.groupTicket, h.many.joinTicket
+	if s.lastMsg > 0 {
+		ss.LastMessage = pr.msgs[s.lastMsg-1].name
 	}
-	for i := range h.sessions {
-		s := &h.sessions[i]
-		ss := sessionSnapshot{
-			Peer: s.peer, State: name(s.state), TimedOutFrom: name(s.timedOutFrom), Epoch: s.epoch, Ticket: s.ticket,
-			Deadlines: s.deadlines, LastReplyWith: s.lastReplyWith, LastInReplyTo: s.lastInReplyTo, LastSender: s.lastSender,
-			Content: s.content, Sent: s.sent, Vars: s.vars, SrcTimes: s.srcTimes,
-			Messages: s.messages, Visits: s.visits,
-		}
-		if s.lastMsg > 0 {
-			ss.LastMessage = pr.msgs[s.lastMsg-1].name
-		}
-		for _, c := range s.commits {
-			ss.Commits = append(ss.Commits, commitSnapshot{State: c.state, Epoch: c.epoch, Deadline: c.deadline})
-		}
-		sn.Sessions = append(sn.Sessions, ss)
+	for _, c := range s.commits {
+		commits = append(commits, commitSnapshot{State: c.state, Epoch: c.epoch, Deadline: c.deadline})
 	}
-	return json.Marshal(sn)
+	if len(commits) > 0 {
+		ss.Commits = commits
+	}
+	return ss
 }
 
-// Restore rebuilds a handler from a Snapshot. It fails, saying why, when
+// Restore rebuilds a handler from a Snapshot, of the binary format
+// Snapshot writes or of the JSON format (version 2) earlier releases
+// wrote. It fails, saying why, when
 // the snapshot was taken with another policy (by fingerprint) or role, is
-// of another format version, or has a field that does not fit the program
+// of another format version, is truncated or has bytes after its end, or
+// has a field that does not fit the program
 // or the rest of the snapshot: an unknown field; a state, message type,
 // variable or commitment state the program does not have; deadlines,
 // deadline sources or commitments of another number than the program's;
@@ -121,32 +194,71 @@ func (h *Handler) Snapshot() ([]byte, error) {
 // beyond forms.DefaultLimits; held messages the restored handler would not
 // hold (see MaxHeld). A handler Restore returns processes every
 // event as the handler it was taken from would.
+//
+// Restore reads a binary snapshot without allocating more than a small
+// multiple of its length: every count and length is bounded by the
+// bytes left, and maps and lists may nest at most
+// forms.DefaultLimits.MaxDepth+1 deep.
 func (pr *Program) Restore(data []byte) (*Handler, error) {
-	var sn snapshot
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&sn); err != nil {
+	sn, err := decodeSnapshot(data, pr)
+	if err != nil {
 		return nil, fmt.Errorf("engine: restore: %w", err)
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("engine: restore: data after the snapshot")
-	}
-	h, err := pr.restore(&sn)
+	h, err := pr.restore(sn)
 	if err != nil {
 		return nil, fmt.Errorf("engine: restore: %w", err)
 	}
 	return h, nil
 }
 
+// SnapshotJSON returns data, a snapshot of either format Restore reads,
+// as JSON of format version 2, which Restore reads too: for tools that
+// read or edit a snapshot's fields (the JSON names are those of version
+// 2, and its numbers are float64 as Snapshot documents). It checks the
+// format only; Restore checks a snapshot against a program.
+func SnapshotJSON(data []byte) ([]byte, error) {
+	sn, err := decodeSnapshot(data, nil)
+	if err != nil {
+		return nil, fmt.Errorf("engine: snapshot JSON: %w", err)
+	}
+	sn.Version = jsonSnapshotVersion
+	out, err := json.Marshal(sn)
+	if err != nil {
+		return nil, fmt.Errorf("engine: snapshot JSON: %w", err)
+	}
+	return out, nil
+}
+
+// decodeSnapshot reads data of either format; pr, when not nil, lends
+// the names of its states and messages so that they need no copies.
+func decodeSnapshot(data []byte, pr *Program) (*snapshot, error) {
+	if len(data) > 0 && data[0] < ' ' && data[0] != '\t' && data[0] != '\n' && data[0] != '\r' {
+		// A byte JSON cannot start with: a binary format's version.
+		return decodeBinary(data, pr)
+	}
+	var sn snapshot
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&sn); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("data after the snapshot")
+	}
+	switch sn.Version {
+	case jsonSnapshotVersion:
+	case 1:
+		return nil, fmt.Errorf("snapshot format version 1, want %d: version 1 named commitment timers \"commitment:<name>\", and the timers kept for it would not reach the restored handler", jsonSnapshotVersion)
+	default:
+		return nil, fmt.Errorf("JSON snapshot format version %d, want %d", sn.Version, jsonSnapshotVersion)
+	}
+	return &sn, nil
+}
+
+// restore checks sn, of either format, against pr and the rest of the
+// snapshot, and rebuilds its handler.
 func (pr *Program) restore(sn *snapshot) (*Handler, error) {
 	q := policy.Quote
-	switch sn.Version {
-	case snapshotVersion:
-	case 1:
-		return nil, fmt.Errorf("snapshot format version 1, want %d: version 1 named commitment timers \"commitment:<name>\", and the timers kept for it would not reach the restored handler", snapshotVersion)
-	default:
-		return nil, fmt.Errorf("snapshot format version %d, want %d", sn.Version, snapshotVersion)
-	}
 	if sn.Fingerprint != pr.fingerprint {
 		fp := sn.Fingerprint // shown bare when it is no longer than a fingerprint
 		if len(fp) > len(pr.fingerprint) {

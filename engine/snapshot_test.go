@@ -56,11 +56,12 @@ func checkSnapshots(t *testing.T, pr *engine.Program, a agent, mode engine.Mode,
 		outputs(t, h, inputs[:k])
 		data, err := h.Snapshot()
 		require.NoError(t, err)
+		checkFormats(t, pr, h, data)
 		restored, err := pr.Restore(data)
 		require.NoError(t, err, "restore after %d inputs", k)
 		again, err := restored.Snapshot()
 		require.NoError(t, err)
-		require.JSONEq(t, string(data), string(again), "a restored handler snapshots the same, after %d inputs", k)
+		require.Equal(t, data, again, "a restored handler snapshots the same bytes, after %d inputs", k)
 		assert.Equal(t, h.Done(), restored.Done())
 		assert.Equal(t, h.Sessions(), restored.Sessions())
 		want, got := outputs(t, h, inputs[k:]), outputs(t, restored, inputs[k:])
@@ -70,6 +71,24 @@ func checkSnapshots(t *testing.T, pr *engine.Program, a agent, mode engine.Mode,
 			}
 		}
 	}
+}
+
+// checkFormats checks binary snapshot data of h against the JSON format
+// earlier releases wrote: it holds the same fields with the same values,
+// and h's JSON snapshot restores into a handler whose binary snapshot is
+// data.
+func checkFormats(t *testing.T, pr *engine.Program, h *engine.Handler, data []byte) {
+	t.Helper()
+	old, err := engine.JSONSnapshot(h)
+	require.NoError(t, err)
+	converted, err := engine.SnapshotJSON(data)
+	require.NoError(t, err)
+	require.JSONEq(t, string(old), string(converted), "the binary snapshot holds what the JSON one did")
+	fromJSON, err := pr.Restore(old)
+	require.NoError(t, err, "the JSON snapshot restores")
+	again, err := fromJSON.Snapshot()
+	require.NoError(t, err)
+	require.Equal(t, data, again, "the handler restored from JSON snapshots the same bytes")
 }
 
 func describeInput(ev engine.Event) string {
@@ -150,8 +169,12 @@ func TestRestoreErrors(t *testing.T) {
 			want: `engine: restore: the snapshot plays role "Initiator", this program "Participant"`},
 		{name: "not JSON", prog: request, data: []byte("{"),
 			want: "engine: restore: unexpected EOF"},
-		{name: "a later format version", prog: request, data: edit(func(m map[string]any) { m["version"] = 3 }),
-			want: "engine: restore: snapshot format version 3, want 2"},
+		{name: "nothing", prog: request, data: nil,
+			want: "engine: restore: EOF"},
+		{name: "a later JSON format version", prog: request, data: edit(func(m map[string]any) { m["version"] = 3 }),
+			want: "engine: restore: JSON snapshot format version 3, want 2"},
+		{name: "a later binary format version", prog: request, data: append([]byte{4}, data[1:]...),
+			want: "engine: restore: snapshot format version 4, want 3"},
 		{name: "format version 1, with commitment timers by name", prog: request, data: edit(func(m map[string]any) { m["version"] = 1 }),
 			want: `engine: restore: snapshot format version 1, want 2: version 1 named commitment timers "commitment:<name>", and the timers kept for it would not reach the restored handler`},
 		{name: "a state the program does not have", prog: request, data: edit(func(m map[string]any) {
@@ -218,9 +241,12 @@ func snapshotAt(t *testing.T, policyName, name string, do action) (*engine.Progr
 	return h.Program(), data
 }
 
-// edited returns data changed by fn, as JSON.
+// edited returns snapshot data, of either format, changed by fn, as
+// JSON.
 func edited(t *testing.T, data []byte, fn func(m map[string]any)) []byte {
 	t.Helper()
+	data, err := engine.SnapshotJSON(data)
+	require.NoError(t, err)
 	var m map[string]any
 	require.NoError(t, json.Unmarshal(data, &m))
 	fn(m)
@@ -235,8 +261,8 @@ func sessionOf(m map[string]any, i int) map[string]any {
 }
 
 // Restore checks every field it reads against the program and the rest
-// of the snapshot. A snapshot whose session had lost its state once
-// restored and then panicked on the next event.
+// of the snapshot, in either format. A snapshot whose session had lost
+// its state once restored and then panicked on the next event.
 func TestRestoreChecksEveryField(t *testing.T) {
 	agreed := func(c *conv) {
 		for _, s := range requestAgreed() {
@@ -262,14 +288,19 @@ func TestRestoreChecksEveryField(t *testing.T) {
 		data []byte
 		edit func(m map[string]any)
 		want string
+		// jsonOnly is set for an edit the binary format cannot hold, or
+		// that Snapshot refuses to write.
+		jsonOnly bool
 	}{
 		{name: "a session without its state", prog: request, data: alice, edit: func(m map[string]any) { delete(sessionOf(m, 0), "state") },
 			want: "session 0: the handler has started, but the session has no state"},
 		{name: "an unknown field", prog: request, data: alice, edit: func(m map[string]any) { m["states"] = []any{} },
-			want: `json: unknown field "states"`},
+			want: `json: unknown field "states"`, jsonOnly: true},
 		{name: "an unknown field of a session", prog: request, data: alice, edit: func(m map[string]any) { sessionOf(m, 0)["timer"] = 1 },
-			want: `json: unknown field "timer"`},
-		{name: "data after the snapshot", prog: request, data: append(slices.Clone(alice), "{}"...),
+			want: `json: unknown field "timer"`, jsonOnly: true},
+		{name: "data after the snapshot", prog: request, data: append(edited(t, alice, func(map[string]any) {}), "{}"...),
+			want: "data after the snapshot", jsonOnly: true},
+		{name: "data after the binary snapshot", prog: request, data: append(slices.Clone(alice), 0),
 			want: "data after the snapshot"},
 		{name: "a mode", prog: request, data: alice, edit: func(m map[string]any) { m["mode"] = 7 },
 			want: "mode 7 is neither enforce (0) nor observe (1)"},
@@ -321,7 +352,7 @@ func TestRestoreChecksEveryField(t *testing.T) {
 		{name: "a message type the program does not have", prog: request, data: alice, edit: func(m map[string]any) { sessionOf(m, 0)["last_message"] = "bribe" },
 			want: `session 0: the program has no message type "bribe"`},
 		{name: "content too deep", prog: participant, data: bob, edit: func(m map[string]any) { sessionOf(m, 0)["content"] = map[string]any{"x": deep} },
-			want: "session 0: content nests maps and lists more than 32 deep"},
+			want: "session 0: content nests maps and lists more than 32 deep", jsonOnly: true},
 		{name: "a variable the policy does not declare", prog: request, data: alice, edit: func(m map[string]any) { sessionOf(m, 0)["vars"] = map[string]any{"limit": 1} },
 			want: `session 0: the policy declares no variable "limit"`},
 		{name: "commitments that do not fit", prog: request, data: alice, edit: func(m map[string]any) {
@@ -363,6 +394,14 @@ func TestRestoreChecksEveryField(t *testing.T) {
 			h, err := tt.prog.Restore(data)
 			assert.Nil(t, h)
 			assert.EqualError(t, err, "engine: restore: "+tt.want)
+			if tt.jsonOnly || tt.edit == nil {
+				return
+			}
+			bin, err := engine.BinarySnapshot(data)
+			require.NoError(t, err)
+			h, err = tt.prog.Restore(bin)
+			assert.Nil(t, h)
+			assert.EqualError(t, err, "engine: restore: "+tt.want, "binary")
 		})
 	}
 	t.Run("the snapshots themselves restore", func(t *testing.T) {
@@ -385,11 +424,13 @@ func TestSnapshotKeepsDeadlinesBefore1970(t *testing.T) {
 		answer("bob", "", decision.Answer{Choice: "propose", Content: content{"price": 1}, ReplyBy: y1969}))
 	for _, name := range []string{"alice", "bob"} {
 		pr, data := snapshotAt(t, "fipa-contract-net", name, propose)
-		require.Contains(t, string(data), `"deadline":-`, "the commitment's deadline is before 1970")
+		asJSON, err := engine.SnapshotJSON(data)
+		require.NoError(t, err)
+		require.Contains(t, string(asJSON), `"deadline":-`, "the commitment's deadline is before 1970")
 		h, err := pr.Restore(data)
 		require.NoError(t, err, name)
 		again, err := h.Snapshot()
 		require.NoError(t, err)
-		assert.JSONEq(t, string(data), string(again))
+		assert.Equal(t, data, again)
 	}
 }

@@ -418,8 +418,12 @@ func (w *world) key(x *explorer) [sha256.Size]byte {
 // reply-with values and absolute times (the timers armed stand for the
 // deadlines, by the time left).
 func normalize(snap []byte) []byte {
+	data, err := engine.SnapshotJSON(snap)
+	if err != nil {
+		return snap
+	}
 	var sn map[string]any
-	if json.Unmarshal(snap, &sn) != nil {
+	if json.Unmarshal(data, &sn) != nil {
 		return snap
 	}
 	for _, k := range []string{"counter", "seq", "conversation", "fingerprint", "version"} {

@@ -49,6 +49,10 @@ type commitmentView struct {
 }
 
 func decodeSnapshot(data []byte) (*snapshotView, error) {
+	data, err := engine.SnapshotJSON(data)
+	if err != nil {
+		return nil, err
+	}
 	var v snapshotView
 	if err := json.Unmarshal(data, &v); err != nil {
 		return nil, err

@@ -17,6 +17,7 @@ import (
 
 	"github.com/parleyhq/parley/agent"
 	"github.com/parleyhq/parley/decision"
+	"github.com/parleyhq/parley/engine"
 	"github.com/parleyhq/parley/policies"
 	"github.com/parleyhq/parley/policy"
 	"github.com/parleyhq/parley/store/bolt"
@@ -342,8 +343,10 @@ func editSnapshot(t *testing.T, path, id string, edit func(sn map[string]any)) {
 		if sc.ID != id {
 			continue
 		}
+		data, err := engine.SnapshotJSON(sc.Handler)
+		require.NoError(t, err)
 		var sn map[string]any
-		require.NoError(t, json.Unmarshal(sc.Handler, &sn))
+		require.NoError(t, json.Unmarshal(data, &sn))
 		edit(sn)
 		sc.Handler, err = json.Marshal(sn)
 		require.NoError(t, err)
