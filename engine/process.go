@@ -98,9 +98,9 @@ func (h *Handler) received(e *MessageEvent, out *Queue) {
 		}
 	}
 	s := &h.sessions[i]
-	var fields forms.Fields
+	fields := &noFields
 	if s.state >= 0 {
-		fields = pr.states[s.state].recvFields
+		fields = &pr.states[s.state].recvFields
 	}
 	if err := fields.CheckContent(m.Content, forms.DefaultLimits); err != nil {
 		h.protocolError(out, at, CodeContentLimit, i, m, false, "%s from %s was not applied: %v", h.perf(m), policy.Quote(m.Sender), err)
@@ -165,6 +165,9 @@ func (h *Handler) received(e *MessageEvent, out *Queue) {
 	}
 	h.apply(i, mt.t, m, at, out, false)
 }
+
+// noFields is the Fields of a session in no state yet.
+var noFields forms.Fields
 
 // isLate reports whether a message role sends at time at comes after a
 // deadline of the session's state that bounds that role.
@@ -531,7 +534,10 @@ func (h *Handler) evalSets(i int, t *transProg, m *forms.Message, vals []any) ([
 		}
 	}
 	for _, set := range t.sets {
-		v, err := set.prog.Eval(&env)
+		v, err := set.lit, error(nil)
+		if !set.isLit {
+			v, err = set.prog.Eval(&env)
+		}
 		if err == nil {
 			err = forms.CheckValue(v, forms.DefaultLimits)
 		}

@@ -92,6 +92,10 @@ type transProg struct {
 type setProg struct {
 	name string
 	prog *decision.Expression
+	// lit is the value of a literal expression (isLit): Eval's, without
+	// the VM.
+	lit   any
+	isLit bool
 }
 
 type msgProg struct {
@@ -302,7 +306,9 @@ func build(p *policy.Policy, role string, proj *policy.Projection, o *compileOpt
 				tp.guard = exprs[t.Guard]
 			}
 			for _, a := range t.Set {
-				tp.sets = append(tp.sets, setProg{name: a.Var.Name, prog: exprs[a.Expr]})
+				set := setProg{name: a.Var.Name, prog: exprs[a.Expr]}
+				set.lit, set.isLit = decision.Literal(a.Expr)
+				tp.sets = append(tp.sets, set)
 				tp.setsReadMsg = tp.setsReadMsg || exprs[a.Expr].ReadsMsg()
 			}
 			switch lt.Action {

@@ -140,17 +140,21 @@ func FieldsOf(forms ...*Form) Fields {
 }
 
 // Len returns how many names fs holds.
-func (fs Fields) Len() int { return len(fs.names) }
+func (fs *Fields) Len() int { return len(fs.names) }
 
 // CheckContent is CheckContent(content, l): the same answer, with the
 // same error. When every field of content is one of fs, it finds that
 // out by looking up fs's names and checks the fields it finds, without
 // iterating over content; otherwise it checks content as CheckContent
 // does.
-func (fs Fields) CheckContent(content map[string]any, l Limits) error {
+func (fs *Fields) CheckContent(content map[string]any, l Limits) error {
 	if len(content) == 0 {
 		return nil
 	}
+	return fs.check(content, l)
+}
+
+func (fs *Fields) check(content map[string]any, l Limits) error {
 	if len(content) > len(fs.names) {
 		return checkContent(content, l)
 	}

@@ -149,9 +149,21 @@ func fieldsNamed(t *testing.T, names ...string) forms.Fields {
 func TestFieldsOf(t *testing.T) {
 	a := form(t, "a", "inform", nil, field("x", policy.TypeString, false), field("y", policy.TypeInt, true))
 	b := form(t, "b", "agree", nil, field("y", policy.TypeInt, false), field("z", policy.TypeBool, false))
-	assert.Equal(t, 3, forms.FieldsOf(a, b).Len())
-	assert.Equal(t, 0, forms.FieldsOf().Len())
-	assert.Equal(t, 0, forms.FieldsOf(form(t, "c", "cancel", nil)).Len())
+	tests := []struct {
+		name  string
+		forms []*forms.Form
+		want  int
+	}{
+		{"a name two types declare counts once", []*forms.Form{a, b}, 3},
+		{"no types", nil, 0},
+		{"a type without fields", []*forms.Form{form(t, "c", "cancel", nil)}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs := forms.FieldsOf(tt.forms...)
+			assert.Equal(t, tt.want, fs.Len())
+		})
+	}
 }
 
 func TestFieldsCheckContentDoesNotAllocate(t *testing.T) {
