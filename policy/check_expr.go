@@ -115,12 +115,18 @@ func (c *checker) compileExpr(src string, env map[string]any) *exprResult {
 		config = newExprConfig(env)
 		c.exprConfigs[key.env] = config
 	}
-	prog, stage, err := compileWith(src, config, func(tree ast.Node) {
+	prog, stage, err := compileWith(src, config, func(tree ast.Node) bool {
 		reads := varReads{}
 		ast.Walk(&tree, reads)
 		r.reads = sortedKeys(reads)
+		// A tree of the simple shapes is typed here, without expr's
+		// checker and compiler: it compiles, to a program of this type.
+		t, ok := ExprTypeOf(tree, env)
+		r.got = t
+		return ok
 	})
 	switch {
+	case err == nil && prog == nil: // typed by ExprTypeOf
 	case err == nil:
 		r.got = prog.Node().Type()
 	case stage == exprParsed:

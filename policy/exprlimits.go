@@ -240,8 +240,10 @@ const (
 )
 
 // compileExpr is CompileExpr, reporting at which stage it failed; parsed,
-// when not nil, sees the syntax tree before it is type-checked.
-func compileExpr(src string, env any, parsed func(ast.Node)) (*vm.Program, exprStage, error) {
+// when not nil, sees the syntax tree before it is type-checked, and may
+// end the compile there (returning true: the program is then nil, and
+// the error too).
+func compileExpr(src string, env any, parsed func(ast.Node) (done bool)) (*vm.Program, exprStage, error) {
 	config, done := exprConfig(env)
 	defer done()
 	return compileWith(src, config, parsed)
@@ -249,7 +251,7 @@ func compileExpr(src string, env any, parsed func(ast.Node)) (*vm.Program, exprS
 
 // compileWith is compileExpr with the configuration of the environment,
 // which it uses for this compile alone.
-func compileWith(src string, config *conf.Config, parsed func(ast.Node)) (*vm.Program, exprStage, error) {
+func compileWith(src string, config *conf.Config, parsed func(ast.Node) (done bool)) (*vm.Program, exprStage, error) {
 	tree, err := parser.ParseWithConfig(src, config)
 	if err != nil {
 		var fe *file.Error
@@ -258,8 +260,8 @@ func compileWith(src string, config *conf.Config, parsed func(ast.Node)) (*vm.Pr
 		}
 		return nil, exprParsed, err
 	}
-	if parsed != nil {
-		parsed(tree.Node)
+	if parsed != nil && parsed(tree.Node) {
+		return nil, exprChecked, nil
 	}
 	if _, err := exprchecker.Check(tree, config); err != nil {
 		return nil, exprChecked, err
