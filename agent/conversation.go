@@ -62,7 +62,7 @@ func noConversation(id string) error {
 
 // add holds c; its place in the count of conversations is taken already
 // (see reserve).
-func (w *worker) add(c *conversation) { w.convs[c.id] = c }
+func (w *worker) add(c *conversation) { w.convs[c.id] = slot{c: c} }
 
 // reserve takes a place for a new conversation, unless the manager holds
 // Limits.MaxConversations already. Workers take places concurrently, so
@@ -88,7 +88,7 @@ func (w *worker) remove(id string) {
 // start creates a conversation and starts its handler.
 func (w *worker) start(id string, req *startReq, now time.Time) error {
 	m := w.m
-	if w.convs[id] != nil || w.tombs[id] != nil {
+	if _, taken := w.convs[id]; taken {
 		return fmt.Errorf("%w: %s", ErrConversationExists, policy.Quote(id))
 	}
 	if !m.reserve() {
@@ -132,13 +132,12 @@ func (w *worker) message(msg *forms.Message, ack func(), now time.Time) {
 			defer ack()
 		}
 	}
-	c := w.convs[msg.ConversationID]
-	if c == nil {
-		if t := w.tombs[msg.ConversationID]; t != nil {
-			w.late(t, msg, now)
-			return
-		}
+	s := w.convs[msg.ConversationID]
+	if s.t != nil && s.c == nil {
+		w.late(s.t, msg, now)
+		return
 	}
+	c := s.c
 	id := ""
 	if w.d != nil {
 		if id = MessageID(msg); id != "" && c != nil {
@@ -481,13 +480,13 @@ func (m *Manager) runDecision(ctx context.Context, id string, ticket uint64, req
 var errAsync = errors.New("agent: decision handed to the application")
 
 // decided takes the result of decision logic that ran off the worker.
-func (w *worker) decided(c *conversation, ticket uint64, x *inputExtra, now time.Time) {
+func (w *worker) decided(c *conversation, ticket uint64, j *decisionJob, now time.Time) {
 	switch {
-	case x.abort:
-		w.abort(c, x.err.Error(), now)
-	case errors.Is(x.err, errAsync):
+	case j.abort:
+		w.abort(c, j.err.Error(), now)
+	case errors.Is(j.err, errAsync):
 	default:
-		w.decidedNow(c, ticket, x.point, x.answer, x.err, now)
+		w.decidedNow(c, ticket, j.point, j.answer, j.err, now)
 	}
 }
 

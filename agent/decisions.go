@@ -13,19 +13,29 @@ import (
 
 // decisionJob is one decision that decision logic takes off the worker,
 // with everything it needs in one allocation: its own copy of the
-// request, its context, and the input that brings the answer back. Its
-// timeout is a timer of the worker's (timeout), so that a decision costs
-// no clock timer of its own.
+// request, its context, and the result it brings back to the worker
+// (an inDecided input points to it). Its timeout is a timer of the
+// worker's (timeout), so that a decision costs no clock timer of its
+// own.
 type decisionJob struct {
-	w       *worker
-	conv    string
-	ticket  uint64
-	bound   decision.Decider
-	req     decision.Request
-	choices [8]string
+	w      *worker
+	conv   string
+	ticket uint64
+	bound  decision.Decider
+	req    decision.Request
+	// choices holds the copy of the request's choices when they fit (a
+	// FIPA Request participant's first point offers six; more go to the
+	// heap); seven keep the job within a 480-byte size class.
+	choices [7]string
 	ctx     decisionCtx
 	timeout *timer
-	x       inputExtra
+	// point is the request's, which decision logic may change in its
+	// copy; answer and err are what decision logic returned, abort that
+	// it panicked.
+	point  string
+	answer decision.Answer
+	err    error
+	abort  bool
 }
 
 // newDecisionJob copies req for decision logic: vars, choices and
@@ -44,7 +54,7 @@ func newDecisionJob(w *worker, c *conversation, ticket uint64, req *decision.Req
 			j.req.Sessions[i] = s
 		}
 	}
-	j.x.point = req.Point
+	j.point = req.Point
 	return j
 }
 
@@ -53,9 +63,9 @@ func newDecisionJob(w *worker, c *conversation, ticket uint64, req *decision.Req
 func (j *decisionJob) run() {
 	m := j.w.m
 	defer m.inflight.Add(-1)
-	j.x.answer, j.x.err, j.x.abort = m.runDecision(&j.ctx, j.conv, j.ticket, &j.req, j.bound)
+	j.answer, j.err, j.abort = m.runDecision(&j.ctx, j.conv, j.ticket, &j.req, j.bound)
 	j.ctx.cancel(context.Canceled)
-	_ = j.w.push(input{kind: inDecided, conv: j.conv, ticket: j.ticket, extra: &j.x}, false) // fails only once closed
+	_ = j.w.push(input{kind: inDecided, conv: j.conv, ticket: j.ticket, job: j}, false) // fails only once closed
 }
 
 // decisionCtx is the context decision logic gets. It ends when the

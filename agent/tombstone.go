@@ -28,8 +28,8 @@ type tombstone struct {
 	id      string
 	endedAt time.Time
 	next    *tombstone
-	// c is the whole conversation, still in the worker's convs; nil for a
-	// tombstone in tombs.
+	// c is the whole conversation, kept in the worker's convs; nil when
+	// convs holds the tombstone instead.
 	c *conversation
 
 	prog        *engine.Program
@@ -43,6 +43,13 @@ type tombstone struct {
 	lastPerf, lastSender, lastInReplyTo, lastReplyWith string
 	lastContent                                        map[string]any
 	applied                                            bool
+}
+
+// slot is what a worker holds under a conversation id: the conversation
+// (live, or ended and kept whole), or the tombstone of an ended one.
+type slot struct {
+	c *conversation
+	t *tombstone
 }
 
 // keptWhole reports whether c must stay whole after its end (see
@@ -68,8 +75,7 @@ func (w *worker) retire(c *conversation) {
 				t.lastContent = l.Content
 			}
 		}
-		delete(w.convs, c.id)
-		w.tombs[c.id] = t
+		w.convs[c.id] = slot{t: t}
 	}
 	w.retain(t)
 }
@@ -130,8 +136,7 @@ func (w *worker) sweep(now time.Time) {
 			}
 			continue
 		}
-		delete(w.tombs, t.id)
-		w.m.total.Add(-1)
+		w.remove(t.id)
 	}
 }
 

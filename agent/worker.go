@@ -38,15 +38,14 @@ type input struct {
 	msg    *forms.Message
 	ticket uint64
 	extra  *inputExtra
+	// job is the decision whose result an inDecided brings back.
+	job *decisionJob
 }
 
 type inputExtra struct {
 	answer decision.Answer
-	// err is the failure of decision logic (inDecided) or of a send
-	// (inSendFailed); abort says the conversation cannot go on.
+	// err is the failure of a send (inSendFailed).
 	err    error
-	abort  bool
-	point  string
 	start  *startReq
 	wait   chan waitResult
 	status chan statusResult
@@ -89,12 +88,11 @@ type worker struct {
 	wake         chan struct{}
 	exited       chan struct{}
 
-	convs map[string]*conversation
-	// tombs holds the tombstones of ended conversations not kept whole;
+	// convs holds the worker's conversations by id: live ones and those
+	// ended and kept whole (c), and the tombstones of the others (t).
 	// oldest to newest, linked by next, are every ended conversation
-	// within its retention (tombstones and those kept whole), in the
-	// order they ended.
-	tombs          map[string]*tombstone
+	// within its retention, in the order they ended.
+	convs          map[string]slot
 	oldest, newest *tombstone
 	processed      atomic.Uint64
 	queues         []*engine.Queue
@@ -108,7 +106,7 @@ type worker struct {
 }
 
 func newWorker(m *Manager) *worker {
-	w := &worker{m: m, wake: make(chan struct{}, 1), exited: make(chan struct{}), convs: map[string]*conversation{}, tombs: map[string]*tombstone{}}
+	w := &worker{m: m, wake: make(chan struct{}, 1), exited: make(chan struct{}), convs: map[string]slot{}}
 	w.timers.w = w
 	w.out = newOutbox(w)
 	if m.o.store != nil {
@@ -222,7 +220,11 @@ func (w *worker) halt(rest []input) {
 	if w.d != nil && w.d.retry != nil {
 		w.d.retry.Stop()
 	}
-	for _, c := range w.convs {
+	for _, s := range w.convs {
+		c := s.c
+		if c == nil {
+			continue
+		}
 		for _, ch := range c.waiters {
 			ch <- waitResult{err: ErrClosed}
 		}
@@ -293,17 +295,17 @@ func (w *worker) handle(in *input) {
 	case inTick:
 		w.timers.fire(in.ticket, now)
 	case inAnswer:
-		if c := w.convs[in.conv]; c != nil {
-			w.answer(c, in.ticket, in.extra.answer, now)
-		} else if t := w.tombs[in.conv]; t != nil {
-			w.lateAnswer(t, in.ticket, now, in)
+		if s := w.convs[in.conv]; s.c != nil {
+			w.answer(s.c, in.ticket, in.extra.answer, now)
+		} else if s.t != nil {
+			w.lateAnswer(s.t, in.ticket, now, in)
 		}
 	case inDecided:
-		if c := w.convs[in.conv]; c != nil {
-			w.decided(c, in.ticket, in.extra, now)
+		if c := w.convs[in.conv].c; c != nil {
+			w.decided(c, in.ticket, in.job, now)
 		}
 	case inSendFailed:
-		if c := w.convs[in.conv]; c != nil && !w.kept(in.msg) {
+		if c := w.convs[in.conv].c; c != nil && !w.kept(in.msg) {
 			w.abort(c, "send failed: "+in.extra.err.Error(), now)
 		}
 	case inMessage:
@@ -322,13 +324,12 @@ func (w *worker) handle(in *input) {
 }
 
 func (w *worker) wait(in *input) {
-	c := w.convs[in.conv]
+	s := w.convs[in.conv]
+	c := s.c
 	switch {
+	case c == nil && s.t != nil:
+		in.extra.wait <- s.t.result()
 	case c == nil:
-		if t := w.tombs[in.conv]; t != nil {
-			in.extra.wait <- t.result()
-			return
-		}
 		in.extra.wait <- waitResult{err: noConversation(in.conv)}
 	case c.h.Done():
 		in.extra.wait <- c.result()
@@ -341,10 +342,11 @@ func (w *worker) wait(in *input) {
 }
 
 func (w *worker) status(in *input) {
-	c := w.convs[in.conv]
+	s := w.convs[in.conv]
+	c := s.c
 	if c == nil {
-		if t := w.tombs[in.conv]; t != nil {
-			in.extra.status <- statusResult{status: t.status()}
+		if s.t != nil {
+			in.extra.status <- statusResult{status: s.t.status()}
 			return
 		}
 		in.extra.status <- statusResult{err: noConversation(in.conv)}
