@@ -233,4 +233,17 @@ func (p *pool[T]) put(v T) *T {
 	return x
 }
 
+// next hands out the next element as it is, for a caller that overwrites
+// all of it: the write a zeroing would cost (every pointer of T, under
+// the collector's write barrier while it marks) is saved.
+func (p *pool[T]) next() *T {
+	if p.n == len(p.items) {
+		var zero T
+		p.items = append(p.items, zero)
+	}
+	x := &p.items[p.n]
+	p.n++
+	return x
+}
+
 func (p *pool[T]) reset() { p.n = 0 }

@@ -540,8 +540,19 @@ func (h *Handler) request(i int, ticket uint64) decision.Request {
 func (h *Handler) raise(i int, at time.Time, out *Queue) {
 	t := h.ticketFor(i)
 	h.sessions[i].ticket = t
-	e := out.decisions.put(DecisionEvent{At: at, Ticket: t, Request: h.request(i, t)})
+	e := out.decisions.next()
+	e.At, e.Ticket, e.Request = at, t, h.request(i, t)
+	e.clearAnswer()
 	out.events = append(out.events, e)
+}
+
+// clearAnswer zeroes the Answer of an output decision taken from the
+// queue's pool, where a caller may have written one since: it is zero
+// there almost always, and then its pointers are not written.
+func (e *DecisionEvent) clearAnswer() {
+	if a := &e.Answer; a.Choice != "" || a.Content != nil || a.ReplyBy != (time.Time{}) || a.Sessions != nil {
+		*a = decision.Answer{}
+	}
 }
 
 // raiseGroup asks one decision for every session: the many role's
@@ -618,8 +629,7 @@ func (h *Handler) loadChild(i int, sp *stateProg, at time.Time, out *Queue) {
 // finish ends the conversation.
 func (h *Handler) finish(at time.Time, out *Queue) {
 	h.done = true
-	e := out.dones.get()
-	e.At, e.Policy = at, h.prog.policy.Name
+	e := out.dones.put(CPDoneEvent{At: at, Policy: h.prog.policy.Name})
 	if h.prog.manyRole < 0 {
 		e.Outcome = h.prog.states[h.sessions[0].state].outcome
 	} else {

@@ -650,14 +650,14 @@ func (h *Handler) take(i int, choice string, content map[string]any, replyBy tim
 			receivers[k] = h.sessions[j].peer
 		}
 	}
-	msg := out.bodies.get()
+	msg := out.bodies.next() // Fill overwrites all of it
 	rw := h.outboundReplyWith()
 	inReplyTo := s.lastReplyWith
 	if pr.multiPeer && (len(receivers) != 1 || receivers[0] != s.lastSender) {
 		inReplyTo = "" // the last message received came from another peer
 	}
-	// Build cannot fail: the content was validated above.
-	_ = form.Build(msg, content, forms.Params{
+	// The content was validated above.
+	form.Fill(msg, content, forms.Params{
 		Sender: h.self, Receivers: receivers, ConversationID: h.conv,
 		ReplyWith: rw, InReplyTo: inReplyTo, ReplyBy: replyBy, Protocol: pr.policy.Name,
 	})
@@ -678,8 +678,7 @@ func (h *Handler) take(i int, choice string, content map[string]any, replyBy tim
 			return false, nil
 		}
 	}
-	me := out.msgs.get()
-	me.At, me.Message = at, msg
+	me := out.msgs.put(MessageEvent{At: at, Message: msg})
 	out.events = append(out.events, me)
 	for _, j := range group {
 		sj := &h.sessions[j]

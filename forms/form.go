@@ -227,6 +227,13 @@ func (f *Form) Build(m *Message, content map[string]any, p Params) error {
 	if err := f.Validate(content); err != nil {
 		return err
 	}
+	f.Fill(m, content, p)
+	return nil
+}
+
+// Fill is Build for content the caller has validated: it overwrites every
+// field of m, whatever m held.
+func (f *Form) Fill(m *Message, content map[string]any, p Params) {
 	*m = Message{
 		Performative:   f.Type.Performative,
 		Sender:         p.Sender,
@@ -241,7 +248,6 @@ func (f *Form) Build(m *Message, content map[string]any, p Params) error {
 	if m.Content != nil || len(f.Type.Fields) > 0 {
 		m.Language = "json"
 	}
-	return nil
 }
 
 // Time reads field name of m as a time: the reply_by parameter or a

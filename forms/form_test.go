@@ -212,6 +212,15 @@ func TestBuild(t *testing.T) {
 		assert.EqualError(t, err, `field "reason" of "refuse" is a number, not a string`)
 		assert.Equal(t, "untouched", m.Performative, "a failed Build leaves the message alone")
 	})
+	t.Run("Fill overwrites every field", func(t *testing.T) {
+		f := form(t, "agree", "agree", nil)
+		m := forms.Message{
+			Performative: "x", Sender: "x", Receivers: []string{"x"}, ReplyTo: "x", Content: map[string]any{"x": 1},
+			Language: "x", Encoding: "x", Ontology: "x", Protocol: "x", ConversationID: "x", ReplyWith: "x", InReplyTo: "x", ReplyBy: replyBy,
+		}
+		f.Fill(&m, nil, forms.Params{Sender: "bob"})
+		assert.Equal(t, forms.Message{Performative: "agree", Sender: "bob"}, m)
+	})
 }
 
 func TestTime(t *testing.T) {
