@@ -112,8 +112,9 @@ type commitSnapshot struct {
 // duplicate detection compares numbers by value (forms.SameContent).
 // Snapshot fails on a value JSON cannot carry (a NaN, a time outside
 // the years 0 to 9999, maps and lists nested more than
-// forms.DefaultLimits.MaxDepth+1 deep), which the engine never lets into
-// a handler.
+// forms.DefaultLimits.MaxDepth+1 deep): the engine refuses such content in
+// messages and decisions, and WithContent's data is the caller's to keep
+// within forms.CheckContent.
 func (h *Handler) Snapshot() ([]byte, error) {
 	// Room for most snapshots in one allocation: a header of about 100
 	// bytes and sessions of about 100 bytes and some content.
