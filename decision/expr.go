@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/file"
+	"github.com/expr-lang/expr/parser"
 	"github.com/expr-lang/expr/vm"
 
 	"github.com/parleyhq/parley/policy"
@@ -33,9 +35,14 @@ func (e *Env) ExprMeter() *policy.ExprMeter { return &e.meter }
 // Expression is a compiled embedded expression. It is immutable and safe for
 // concurrent use.
 type Expression struct {
-	Src  *policy.Expr
-	prog *vm.Program
-	fast *fast // a native form of the expression, when it has one
+	Src *policy.Expr
+	// prog is the VM program, built by Compile or, for an expression
+	// policy.ExprTypeOf types (which therefore compiles), on the first
+	// evaluation that needs it (once).
+	prog    *vm.Program
+	progErr error
+	built   sync.Once
+	fast    *fast // a native form of the expression, when it has one
 	// readsMsg is whether the expression may read Env.Msg; when not, the
 	// caller need not build the envelope.
 	readsMsg bool
@@ -59,12 +66,42 @@ var runs = sync.Pool{New: func() any { return &run{vm: vm.VM{MemoryBudget: polic
 // limits of policy.CompileExpr. The policy's checks type-check
 // expressions against the message schemas; this compilation only resolves
 // names, since at run time content is untyped JSON.
+//
+// An expression of the simple shapes policy.ExprTypeOf types against an
+// Env (guards and match rules that compare fields with literals, and
+// arithmetic on fields) is known to compile without compiling it: its VM
+// program is built when an evaluation first needs it, which for a guard
+// the native form decides may be never.
 func Compile(e *policy.Expr) (*Expression, error) {
+	x := &Expression{Src: e, readsMsg: true}
+	if tree, err := parser.Parse(e.Src); err == nil {
+		x.fast = fastNode(tree.Node)
+		var v msgReader
+		ast.Walk(&tree.Node, &v)
+		x.readsMsg = v.reads
+		if _, ok := policy.ExprTypeOf(tree.Node, envShape); ok {
+			return x, nil
+		}
+	}
 	prog, err := policy.CompileExpr(e.Src, Env{})
 	if err != nil {
 		return nil, &EvalError{Expr: e, Err: err}
 	}
-	return &Expression{Src: e, prog: prog, fast: fastOf(e.Src), readsMsg: readsMsg(e.Src)}, nil
+	x.prog = prog
+	return x, nil
+}
+
+// envShape is the environment expressions compile against.
+var envShape any = Env{}
+
+// program returns the VM program, compiling it on first use.
+func (p *Expression) program() (*vm.Program, error) {
+	p.built.Do(func() {
+		if p.prog == nil {
+			p.prog, p.progErr = policy.CompileExpr(p.Src.Src, Env{})
+		}
+	})
+	return p.prog, p.progErr
 }
 
 // Eval evaluates the program against env, within the expression limits:
@@ -75,10 +112,14 @@ func Compile(e *policy.Expr) (*Expression, error) {
 // would exceed it (see the package documentation). It does not keep env, so the caller's Env need not
 // escape to the heap: the program runs on a pooled copy.
 func (p *Expression) Eval(env *Env) (any, error) {
+	prog, err := p.program()
+	if err != nil {
+		return nil, &EvalError{Expr: p.Src, Err: err}
+	}
 	r := runs.Get().(*run)
 	r.env = *env
 	r.env.meter = policy.ExprMeter{}
-	out, err := r.vm.Run(p.prog, &r.env)
+	out, err := r.vm.Run(prog, &r.env)
 	r.env = Env{}
 	runs.Put(r)
 	if err != nil {

@@ -3,8 +3,11 @@ package decision_test
 import (
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/expr-lang/expr/parser"
+	"github.com/expr-lang/expr/vm"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -124,5 +127,56 @@ func TestProgramIsSafeForConcurrentUse(t *testing.T) {
 	}
 	for range 8 {
 		<-done
+	}
+}
+
+// TestExpressionsTypedNativelyEvaluateAsCompiled checks the expressions
+// Compile leaves to be compiled on first use (the shapes
+// policy.ExprTypeOf types) against the same source compiled at once: the
+// same value or the same error, from many goroutines at once.
+func TestExpressionsTypedNativelyEvaluateAsCompiled(t *testing.T) {
+	tests := []struct {
+		name string
+		src  string
+		env  decision.Env
+	}{
+		{"a guard the native form decides", `vars.last < 100`, decision.Env{Vars: map[string]any{"last": 7}}},
+		{"a guard on a missing variable", `vars.last < 100`, decision.Env{Vars: map[string]any{}}},
+		{"a guard on a variable of another type", `vars.last < 100`, decision.Env{Vars: map[string]any{"last": "seven"}}},
+		{"an assignment", `content.n + 5`, decision.Env{Content: map[string]any{"n": 42}}},
+		{"an assignment of a string", `content.n + 5`, decision.Env{Content: map[string]any{"n": "x"}}},
+		{"a division", `content.n / 4`, decision.Env{Content: map[string]any{"n": 2}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tree, err := parser.Parse(tt.src)
+			require.NoError(t, err)
+			_, typed := policy.ExprTypeOf(tree.Node, decision.Env{})
+			require.True(t, typed, "the case is one Compile leaves for later")
+			prog, err := policy.CompileExpr(tt.src, decision.Env{})
+			require.NoError(t, err)
+			env := tt.env
+			want, wantErr := vm.Run(prog, &env)
+
+			x, err := decision.Compile(at(tt.src))
+			require.NoError(t, err)
+			var wg sync.WaitGroup
+			for range 8 {
+				wg.Go(func() {
+					env := tt.env
+					got, err := x.Eval(&env)
+					if wantErr != nil {
+						var ee *decision.EvalError
+						if assert.ErrorAs(t, err, &ee) {
+							assert.Equal(t, wantErr.Error(), ee.Err.Error())
+						}
+						return
+					}
+					assert.NoError(t, err)
+					assert.Equal(t, want, got)
+				})
+			}
+			wg.Wait()
+		})
 	}
 }

@@ -1,9 +1,6 @@
 package decision
 
-import (
-	"github.com/expr-lang/expr/ast"
-	"github.com/expr-lang/expr/parser"
-)
+import "github.com/expr-lang/expr/ast"
 
 // fast is the native form of a boolean expression built from
 //
@@ -214,16 +211,6 @@ func asFloat(v any) (float64, bool) {
 	return 0, false
 }
 
-// fastOf returns the native form of src, or nil when src has another
-// shape.
-func fastOf(src string) *fast {
-	tree, err := parser.Parse(src)
-	if err != nil {
-		return nil
-	}
-	return fastNode(tree.Node)
-}
-
 func fastNode(n ast.Node) *fast {
 	switch n := n.(type) {
 	case *ast.UnaryNode:
@@ -310,19 +297,8 @@ func literalOf(n ast.Node) (literal, bool) {
 	return literal{}, false
 }
 
-// readsMsg reports whether the expression src may read the message
-// envelope: it names msg (or the whole environment) anywhere. When it
-// cannot tell, it says yes.
-func readsMsg(src string) bool {
-	tree, err := parser.Parse(src)
-	if err != nil {
-		return true
-	}
-	var v msgReader
-	ast.Walk(&tree.Node, &v)
-	return v.reads
-}
-
+// msgReader finds whether an expression may read the message envelope:
+// it names msg (or the whole environment) anywhere.
 type msgReader struct{ reads bool }
 
 func (v *msgReader) Visit(n *ast.Node) {
