@@ -87,7 +87,9 @@ type StartRequest struct {
 // processed one at a time, different conversations in parallel. Decision
 // logic runs off the workers and messages leave through one sender
 // goroutine per worker, so a slow or stuck plug-in never stalls other
-// conversations. Close it when done; every call after Close returns
+// conversations (on a Bus, whose Send never blocks, a worker with
+// nothing waiting for its sender hands its messages to the receivers
+// itself). Close it when done; every call after Close returns
 // ErrClosed.
 type Manager struct {
 	self string

@@ -21,7 +21,9 @@ type outbox struct {
 	queue  []outMsg
 	spare  []outMsg
 	closed bool
-	wake   chan struct{}
+	// sending is set while the sender sends a batch.
+	sending bool
+	wake    chan struct{}
 	// parked holds, by root conversation, kept messages whose send
 	// failed and those of the same conversation queued behind them; only
 	// the sender touches it. retry is set when it is time to try again.
@@ -49,8 +51,39 @@ func newOutbox(w *worker) *outbox {
 	return &outbox{w: w, wake: make(chan struct{}, 1), parked: map[string][]outMsg{}}
 }
 
-// send queues msg, or fails its conversation when the outbox is full.
-func (o *outbox) send(conv string, msg *forms.Message) { o.queueMsg(outMsg{conv: conv, msg: msg}) }
+// send sends msg, or queues it for the sender, or fails its
+// conversation when the outbox is full.
+func (o *outbox) send(conv string, msg *forms.Message) {
+	if o.direct(conv, msg) {
+		return
+	}
+	o.queueMsg(outMsg{conv: conv, msg: msg})
+}
+
+// direct sends msg on the worker when the transport is a Bus, whose Send
+// never blocks (it queues the message with each receiver's worker), and
+// nothing the worker sent before waits for the sender: the message
+// leaves in the same order, without a hand-off to the sender. It reports
+// whether it sent (or failed) msg.
+func (o *outbox) direct(conv string, msg *forms.Message) bool {
+	t := o.w.m.transport.Load()
+	if t == nil {
+		return false
+	}
+	if _, ok := (*t).(endpoint); !ok {
+		return false
+	}
+	o.mu.Lock()
+	idle := len(o.queue) == 0 && !o.sending
+	o.mu.Unlock()
+	if !idle {
+		return false
+	}
+	if err := o.deliver(msg); err != nil {
+		o.w.failed(conv, msg, err)
+	}
+	return true
+}
 
 func (o *outbox) queueMsg(om outMsg) {
 	m := o.w.m
@@ -90,6 +123,7 @@ func (o *outbox) run() {
 			if len(batch) > 0 { // an empty queue stays, to be filled again
 				o.queue, o.spare = o.spare[:0], nil
 			}
+			o.sending = len(batch) > 0
 			o.retry, o.retrying = false, 0
 			o.mu.Unlock()
 			if retry && !closed {
@@ -111,6 +145,7 @@ func (o *outbox) run() {
 			if o.spare == nil {
 				o.spare = batch[:0]
 			}
+			o.sending = false
 			o.mu.Unlock()
 		}
 	}

@@ -36,13 +36,12 @@ type tombstone struct {
 	outcome     string
 	abortReason string
 	state       string
-	aborted     bool
-	// The last message the handler applied, to tell a duplicate: its
-	// performative, sender, in-reply-to and reply-with, and its content
-	// when it had no reply-with.
+	// The last message the handler applied (applied says there was one),
+	// to tell a duplicate: its performative, sender, in-reply-to and
+	// reply-with, and its content when it had no reply-with.
 	lastPerf, lastSender, lastInReplyTo, lastReplyWith string
 	lastContent                                        map[string]any
-	applied                                            bool
+	aborted, applied                                   bool
 }
 
 // slot is what a worker holds under a conversation id: the conversation
