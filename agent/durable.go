@@ -40,18 +40,11 @@ func WithStore(s Store) Option {
 var ErrFingerprint = errors.New("agent: stored conversation's policy has changed")
 
 // durable is a worker's part of the store: what the inputs it is
-// processing changed, and the messages it sent that await
-// acknowledgement.
+// processing changed (the lists of the next commit), and the messages it
+// sent that await acknowledgement.
 type durable struct {
 	dirty map[*conversation]struct{}
-	batch Batch
-	// sends wait for the commit; acks are the acknowledgements of inbound
-	// messages, given once their effect is committed; flushes and starts
-	// are the Flush and Start calls that wait for it.
-	sends   []outMsg
-	acks    []func()
-	flushes []chan struct{}
-	starts  []chan error
+	commitLists
 	// outbox holds the unacknowledged messages by Seq, and byID finds
 	// them by MessageID.
 	outbox map[uint64]*OutboxEntry
@@ -62,20 +55,70 @@ type durable struct {
 	sentAt map[uint64]time.Time
 	retry  ClockTimer
 	// pending counts the commits handed to the committer and not yet
-	// released; the committer puts the done ones in committed, in order,
-	// and signals them on wake.
+	// released, last being the latest; the committer puts the done ones
+	// in committed, in order, and signals them on wake. free holds
+	// released ones, emptied, for flush to reuse their room.
 	pending   int
+	last      *release
 	mu        sync.Mutex
 	committed []*release
 	wake      chan struct{}
+	free      []*release
 }
 
-// release is what one commit holds back until it is done.
-type release struct {
+// commitLists is what one commit carries (batch) and holds back until
+// it is done: sends wait for the commit; acks are the acknowledgements
+// of inbound messages, given once their effect is committed; flushes
+// and starts are the Flush and Start calls that wait for it.
+type commitLists struct {
+	batch   Batch
 	sends   []outMsg
 	acks    []func()
 	flushes []chan struct{}
 	starts  []chan error
+}
+
+// isEmpty reports whether l holds nothing.
+func (l *commitLists) isEmpty() bool {
+	return l.batch.Empty() && len(l.sends) == 0 && len(l.acks) == 0 && len(l.flushes) == 0 && len(l.starts) == 0
+}
+
+// moveTo appends what l holds to dst, and empties l.
+func (l *commitLists) moveTo(dst *commitLists) {
+	l.batch.addTo(&dst.batch)
+	dst.sends = append(dst.sends, l.sends...)
+	dst.acks = append(dst.acks, l.acks...)
+	dst.flushes = append(dst.flushes, l.flushes...)
+	dst.starts = append(dst.starts, l.starts...)
+	l.empty()
+}
+
+// empty empties l's lists, keeping their room, and lets go of what they
+// referred to.
+func (l *commitLists) empty() {
+	b := &l.batch
+	clear(b.Put)
+	clear(b.Send)
+	clear(b.Update)
+	clear(l.sends)
+	clear(l.acks)
+	clear(l.flushes)
+	clear(l.starts)
+	l.batch = Batch{Put: b.Put[:0], Delete: b.Delete[:0], Send: b.Send[:0], Update: b.Update[:0], Acked: b.Acked[:0]}
+	l.sends, l.acks, l.flushes, l.starts = l.sends[:0], l.acks[:0], l.flushes[:0], l.starts[:0]
+}
+
+// maxFreeReleases bounds how many released commits a worker keeps for
+// their room (it has two or three at a time: one the committer is
+// committing, one queued that its flushes join, one done).
+const maxFreeReleases = 8
+
+// release is one commit's lists. queued says that the committer has not
+// taken it yet (guarded by the committer's mu): until then the worker's
+// later flushes join it.
+type release struct {
+	commitLists
+	queued bool
 }
 
 func newDurable() *durable {
@@ -110,14 +153,26 @@ func (w *worker) flush() {
 		d.batch.Put = append(d.batch.Put, sc)
 	}
 	clear(d.dirty)
-	if d.batch.Empty() && len(d.sends) == 0 && len(d.acks) == 0 && len(d.flushes) == 0 && len(d.starts) == 0 {
+	if d.isEmpty() {
 		return
 	}
-	b, r := d.batch, &release{sends: d.sends, acks: d.acks, flushes: d.flushes, starts: d.starts}
-	d.batch, d.sends, d.acks, d.flushes, d.starts = Batch{}, nil, nil, nil, nil
+	if w.m.commit.join(d.last, d) {
+		return
+	}
+	// r takes the current lists, and the worker goes on with r's old,
+	// emptied ones: the committer is done with a batch once it is
+	// committed (a Store keeps none of its lists).
+	var r *release
+	if n := len(d.free); n > 0 {
+		r, d.free = d.free[n-1], d.free[:n-1]
+	} else {
+		r = &release{}
+	}
+	r.commitLists, d.commitLists = d.commitLists, r.commitLists
+	d.last = r
 	d.pending++
 	w.m.inflight.Add(1)
-	w.m.commit.submit(&b, func(err error) {
+	w.m.commit.submit(r, func(err error) {
 		if err != nil {
 			w.m.o.logger.Error("store commit failed: the messages leave, but a restart may not find what they changed", "agent", w.m.self, "error", err)
 		}
@@ -160,6 +215,10 @@ func (w *worker) released() {
 		}
 		for _, done := range r.starts {
 			done <- nil
+		}
+		if len(d.free) < maxFreeReleases {
+			r.empty()
+			d.free = append(d.free, r)
 		}
 	}
 	d.pending -= len(done)
@@ -480,8 +539,24 @@ type committer struct {
 }
 
 type commitReq struct {
-	b    *Batch
+	r    *release
 	done func(error)
+}
+
+// join moves what d holds for the next commit into r, d's latest
+// release, if the committer has not taken r yet, and reports whether it
+// did: r's commit then carries it, and r's release lets it go.
+func (c *committer) join(r *release, d *durable) bool {
+	if r == nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !r.queued {
+		return false
+	}
+	d.moveTo(&r.commitLists)
+	return true
 }
 
 func newCommitter(s Store) *committer {
@@ -490,18 +565,19 @@ func newCommitter(s Store) *committer {
 	return c
 }
 
-// submit queues b, to be committed with whatever other workers commit at
+// submit queues r, to be committed with whatever other workers commit at
 // the same time, and calls done with the outcome once it is committed.
 // Batches are committed, and their done called, in the order submitted.
 // After close, done gets ErrClosed at once.
-func (c *committer) submit(b *Batch, done func(error)) {
+func (c *committer) submit(r *release, done func(error)) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
 		done(ErrClosed)
 		return
 	}
-	c.queue = append(c.queue, commitReq{b: b, done: done})
+	r.queued = true
+	c.queue = append(c.queue, commitReq{r: r, done: done})
 	c.mu.Unlock()
 	select {
 	case c.wake <- struct{}{}:
@@ -517,6 +593,9 @@ func (c *committer) run() {
 			c.mu.Lock()
 			reqs, closed := c.queue, c.closed
 			c.queue = nil
+			for _, r := range reqs {
+				r.r.queued = false
+			}
 			c.mu.Unlock()
 			if len(reqs) == 0 {
 				if closed {
@@ -526,11 +605,7 @@ func (c *committer) run() {
 			}
 			merged = Batch{Put: merged.Put[:0], Delete: merged.Delete[:0], Send: merged.Send[:0], Update: merged.Update[:0], Acked: merged.Acked[:0]}
 			for _, r := range reqs {
-				merged.Put = append(merged.Put, r.b.Put...)
-				merged.Delete = append(merged.Delete, r.b.Delete...)
-				merged.Send = append(merged.Send, r.b.Send...)
-				merged.Update = append(merged.Update, r.b.Update...)
-				merged.Acked = append(merged.Acked, r.b.Acked...)
+				r.r.batch.addTo(&merged)
 			}
 			var err error
 			if !merged.Empty() {

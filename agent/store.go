@@ -19,7 +19,9 @@ import (
 // root's conversations only. store/bolt commits a whole Batch at once;
 // store/natskv, one root at a time. A Commit is durable when it returns,
 // when the store says it syncs. Load and Commit are called from one
-// goroutine at a time.
+// goroutine at a time. Commit may keep the values of b's lists (a
+// StoredConversation, an OutboxEntry), not the lists: the manager
+// reuses them once Commit has returned.
 type Store interface {
 	// Load returns everything stored. A store that finds records it
 	// cannot read returns the readable ones and an error naming the file
@@ -88,6 +90,15 @@ type Batch struct {
 	Send   []OutboxEntry
 	Update []OutboxEntry
 	Acked  []uint64
+}
+
+// addTo appends what b changes to dst.
+func (b *Batch) addTo(dst *Batch) {
+	dst.Put = append(dst.Put, b.Put...)
+	dst.Delete = append(dst.Delete, b.Delete...)
+	dst.Send = append(dst.Send, b.Send...)
+	dst.Update = append(dst.Update, b.Update...)
+	dst.Acked = append(dst.Acked, b.Acked...)
 }
 
 // Empty reports whether b changes nothing.
