@@ -42,9 +42,10 @@ import (
 )
 
 // formatVersion is the version of the records. A file of format 1
-// (conversations as JSON, no log) is converted when it is opened; a file
-// of another version is refused.
-const formatVersion = "2"
+// (conversations as JSON, no log) or 2 (the conversations' table keyed
+// by their ids) is converted when it is opened; a file of another
+// version is refused.
+const formatVersion = "3"
 
 // defaultCheckpoint is the log size at which a commit folds the log into
 // the conversations (WithCheckpointSize).
@@ -103,6 +104,19 @@ type Store struct {
 	bad     [][]byte
 	entry   entry
 	json    outboxJSON
+	// slots gives the slot (key) of each conversation of the table, by
+	// id, and next the slot the next new one takes; moved is how a
+	// checkpoint changes slots, for its commit to apply once done.
+	slots map[string]uint64
+	next  uint64
+	moved []slotMove
+}
+
+// slotMove gives conversation id a slot, or takes it back (del).
+type slotMove struct {
+	id   []byte
+	slot uint64
+	del  bool
 }
 
 // convOp is a put (rec) or a delete (del) of conversation key, the
@@ -148,7 +162,7 @@ func Open(path string, opts ...Option) (s *Store, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
-	st := &Store{db: db, path: path, checkpoint: o.checkpoint}
+	st := &Store{db: db, path: path, checkpoint: o.checkpoint, slots: map[string]uint64{}}
 	err = db.Update(func(tx *bbolt.Tx) error {
 		if info, err := os.Stat(path); err == nil && info.Size() < tx.Size() {
 			return fmt.Errorf("the file is truncated: %d bytes, its records need %d", info.Size(), tx.Size())
@@ -165,12 +179,20 @@ func Open(path string, opts ...Option) (s *Store, err error) {
 			if err := convertFormat1(tx); err != nil {
 				return err
 			}
+			if err := convertFormat2(tx); err != nil {
+				return err
+			}
+		case string(v) == "2":
+			if err := convertFormat2(tx); err != nil {
+				return err
+			}
 		case string(v) != formatVersion:
 			return fmt.Errorf("records of format %s, this version reads format %s", policy.Quote(string(v)), formatVersion)
 		}
 		if err := meta.Put(keyVersion, []byte(formatVersion)); err != nil {
 			return err
 		}
+		st.indexSlots(tx.Bucket(bucketConversations))
 		log := tx.Bucket(bucketLog)
 		st.seq = lastSeq(log)
 		return forEachEntry(log, func(_ uint64, keys [][]byte, rec []byte, ok bool) error {
@@ -214,6 +236,57 @@ func convertFormat1(tx *bbolt.Tx) error {
 	return nil
 }
 
+// convertFormat2 moves the conversations of a format 2 file, keyed by
+// their ids, to slots: the first slots, in the order of their ids. A
+// record it cannot read moves too, and Load reports it.
+func convertFormat2(tx *bbolt.Tx) error {
+	var recs [][]byte
+	if err := tx.Bucket(bucketConversations).ForEach(func(_, v []byte) error {
+		recs = append(recs, bytes.Clone(v))
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := tx.DeleteBucket(bucketConversations); err != nil {
+		return err
+	}
+	convs, err := tx.CreateBucket(bucketConversations)
+	if err != nil {
+		return err
+	}
+	convs.FillPercent = 1
+	for i, rec := range recs {
+		if err := convs.Put(slotKey(nil, uint64(i+1)), rec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// indexSlots finds the slot of every readable conversation of convs,
+// and the next slot free.
+func (s *Store) indexSlots(convs *bbolt.Bucket) {
+	c := convs.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if len(k) != slotKeySize {
+			continue
+		}
+		slot := binary.BigEndian.Uint64(k)
+		s.next = max(s.next, slot+1)
+		if id, err := recordKey(v); err == nil {
+			s.slots[string(id)] = slot
+		}
+	}
+	s.next = max(s.next, 1)
+}
+
+// slotKeySize is the length of a key of the conversations' table: a
+// slot, the number of the conversation in the order they reached the
+// table, so that new conversations go to its end.
+const slotKeySize = 8
+
+func slotKey(b []byte, slot uint64) []byte { return binary.BigEndian.AppendUint64(b, slot) }
+
 // Path returns the file's path.
 func (s *Store) Path() string { return s.path }
 
@@ -235,8 +308,8 @@ func (s *Store) Load() (st *agent.Stored, err error) {
 	err = s.db.View(func(tx *bbolt.Tx) error {
 		if err := tx.Bucket(bucketConversations).ForEach(func(k, v []byte) error {
 			sc, err := decodeConversation(v)
-			if err != nil || sc.ID != string(k) {
-				bad = append(bad, fmt.Errorf("conversation %s: unreadable record", policy.Quote(string(k))))
+			if err != nil || len(k) != slotKeySize {
+				bad = append(bad, fmt.Errorf("conversation record %x: unreadable record", k))
 				return nil
 			}
 			convs[sc.ID] = sc
@@ -351,6 +424,15 @@ func (s *Store) Commit(b *agent.Batch) error {
 	s.seq++
 	s.logged += len(rec)
 	if fold {
+		for _, m := range s.moved {
+			if m.del {
+				delete(s.slots, string(m.id))
+			} else {
+				s.slots[string(m.id)] = m.slot
+				s.next = max(s.next, m.slot+1)
+			}
+		}
+		clear(s.moved)
 		s.logged = 0
 		clear(s.convOps)
 		clear(s.outOps)
@@ -422,18 +504,34 @@ func (s *Store) index(rec []byte) error {
 // window never reaches the outbox table.
 func (s *Store) fold(tx *bbolt.Tx) error {
 	convs, outbox := tx.Bucket(bucketConversations), tx.Bucket(bucketOutbox)
+	convs.FillPercent = 1 // new conversations go to the end: fill the pages
 	slices.SortFunc(s.convOps, func(a, b convOp) int {
 		return cmp.Or(bytes.Compare(a.key, b.key), cmp.Compare(a.order, b.order))
 	})
+	clear(s.moved)
+	s.moved = s.moved[:0]
+	next := s.next
+	keys := make([]byte, 0, slotKeySize*len(s.convOps))
 	for i, o := range s.convOps {
 		if i+1 < len(s.convOps) && bytes.Equal(s.convOps[i+1].key, o.key) {
 			continue // changed again later in the window
 		}
+		slot, ok := s.slots[string(o.key)]
+		if !ok && o.del {
+			continue
+		}
+		if !ok {
+			slot, next = next, next+1
+			s.moved = append(s.moved, slotMove{id: o.key, slot: slot})
+		}
+		keys = slotKey(keys, slot)
+		k := keys[len(keys)-slotKeySize:]
 		var err error
 		if o.del {
-			err = convs.Delete(o.key)
+			s.moved = append(s.moved, slotMove{id: o.key, del: true})
+			err = convs.Delete(k)
 		} else {
-			err = convs.Put(o.key, o.rec)
+			err = convs.Put(k, o.rec)
 		}
 		if err != nil {
 			return err
@@ -442,7 +540,7 @@ func (s *Store) fold(tx *bbolt.Tx) error {
 	slices.SortFunc(s.outOps, func(a, b outOp) int {
 		return cmp.Or(cmp.Compare(a.seq, b.seq), cmp.Compare(a.order, b.order))
 	})
-	keys := make([]byte, 0, 8*len(s.outOps))
+	keys = make([]byte, 0, 8*len(s.outOps))
 	for i, o := range s.outOps {
 		if i+1 < len(s.outOps) && s.outOps[i+1].seq == o.seq {
 			continue

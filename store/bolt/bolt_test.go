@@ -97,7 +97,7 @@ func TestAnUnreadableRecordLosesNoReadableOne(t *testing.T) {
 		key    []byte
 		want   string
 	}{
-		{"in the conversations", []bolt.Option{bolt.WithCheckpointSize(1)}, "conversations", []byte("c1"), `conversation "c1": unreadable record`},
+		{"in the conversations", []bolt.Option{bolt.WithCheckpointSize(1)}, "conversations", []byte{0, 0, 0, 0, 0, 0, 0, 1}, "conversation record 0000000000000001: unreadable record"},
 		{"in the log", nil, "log", []byte{0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1}, "log entry 0000000000000001: unreadable record"},
 	}
 	for _, tt := range tests {
