@@ -154,15 +154,53 @@ func (fs *Fields) CheckContent(content map[string]any, l Limits) error {
 	return fs.check(content, l)
 }
 
+// check looks up fs's names in content. Fields that are all scalars
+// (strings, bools, nil, integers, finite float64s) within the limits are
+// decided there; anything else is checked with a contentCheck.
 func (fs *Fields) check(content map[string]any, l Limits) error {
 	if len(content) > len(fs.names) {
 		return checkContent(content, l)
 	}
-	c := contentCheck{l: l.orDefault(), subject: "content"}
+	found, bytes := 0, 0
+	for j, k := range fs.names {
+		v, ok := content[k]
+		if !ok {
+			continue
+		}
+		switch x := v.(type) {
+		case string:
+			bytes += len(x)
+		case nil, bool, int, int64, int32, int16, int8, uint, uint64, uint32, uint16, uint8, time.Duration:
+		case float64:
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				return fs.checkFrom(j, found, bytes, content, l)
+			}
+		default: // a map, a list, a value of another type
+			return fs.checkFrom(j, found, bytes, content, l)
+		}
+		found++
+		bytes += len(k)
+	}
+	if found < len(content) {
+		return checkContent(content, l) // content holds a field fs does not name
+	}
+	if l = l.orDefault(); found > l.MaxNodes || bytes > l.MaxBytes {
+		return fs.checkFrom(len(fs.names), found, bytes, content, l)
+	}
+	return nil
+}
+
+// checkFrom goes on with check from fs's j-th name with a contentCheck:
+// the found fields before it were scalars, holding bytes bytes of keys
+// and strings, which is all a contentCheck would have noted of them.
+func (fs *Fields) checkFrom(j, found, bytes int, content map[string]any, l Limits) error {
+	c := contentCheck{l: l.orDefault(), subject: "content", nodes: found, bytes: bytes}
+	if c.nodes > c.l.MaxNodes {
+		return c.err()
+	}
 	var buf [16]container
 	stack := buf[:0]
-	found := 0
-	for _, k := range fs.names {
+	for _, k := range fs.names[j:] {
 		v, ok := content[k]
 		if !ok {
 			continue

@@ -76,6 +76,8 @@ func contentCases() []contentCase {
 		{name: "other depth", content: map[string]any{"a": map[string]any{"b": []any{}}}, limits: forms.Limits{MaxDepth: 2}, want: "content nests maps and lists more than 2 deep"},
 		{name: "other values", content: map[string]any{"a": 1, "b": 2, "c": 3}, limits: forms.Limits{MaxNodes: 2}, want: "content holds more than 2 values"},
 		{name: "other bytes", content: map[string]any{"a": "bc"}, limits: forms.Limits{MaxBytes: 2}, want: "content holds more than 2 bytes of keys and strings"},
+		{name: "scalars count with what follows them", content: map[string]any{"a": 1, "b": "x", "l": []any{}}, limits: forms.Limits{MaxNodes: 2}, want: "content holds more than 2 values"},
+		{name: "scalars' bytes count with what follows them", content: map[string]any{"a": "xx", "l": []any{"y"}}, limits: forms.Limits{MaxBytes: 4}, want: "content holds more than 4 bytes of keys and strings"},
 		{name: "a field that is not finite among many", content: map[string]any{"a": 1, "b": "x", "c": math.Inf(1), "d": true, "e": nil}, want: "content holds a number that is not finite (NaN, an infinity or out of range), which JSON cannot carry"},
 	}
 }
