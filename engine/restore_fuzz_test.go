@@ -24,7 +24,8 @@ var restoreTargets = []struct{ policy, role string }{
 // FuzzRestore restores arbitrary bytes into each target program: Restore
 // either refuses them or returns a handler that processes events of
 // every kind (messages received and overheard, decisions, timers, child
-// ends, an abort) without panicking, and whose snapshot restores again.
+// ends, an abort) without panicking, and whose snapshot restores again;
+// SnapshotJSON reads what Restore accepts, and never panics either.
 // The seeds are snapshots of both formats, binary and JSON.
 func FuzzRestore(f *testing.F) {
 	held := holdSeeds(f)
@@ -34,7 +35,11 @@ func FuzzRestore(f *testing.F) {
 	f.Fuzz(func(t *testing.T, target uint8, data []byte) {
 		tg := restoreTargets[int(target)%len(restoreTargets)]
 		pr := restoreProgram(t, tg.policy, tg.role)
+		_, jsonErr := engine.SnapshotJSON(data)
 		h, err := pr.Restore(data)
+		if err == nil && jsonErr != nil {
+			t.Fatalf("Restore accepted what SnapshotJSON refuses: %v", jsonErr)
+		}
 		if err != nil {
 			if h != nil {
 				t.Fatalf("Restore returned a handler and the error %v", err)
@@ -197,7 +202,7 @@ func exerciseRestored(t *testing.T, pr *engine.Program, h *engine.Handler, data 
 	}
 	asJSON, err := engine.SnapshotJSON(data)
 	if err != nil {
-		t.Fatalf("Restore accepted what SnapshotJSON refuses: %v", err)
+		t.Fatal(err)
 	}
 	var sn struct {
 		Sessions []struct {
