@@ -199,15 +199,19 @@ func (w *worker) accept(msg *forms.Message, now time.Time) *conversation {
 		w.unknown(msg, nil, now)
 		return nil
 	}
-	m.mu.Lock()
 	var prog *engine.Program
-	if a, ok := m.agreed[msg.ConversationID]; ok && a.peer == msg.Sender {
-		prog = a.prog
-		delete(m.agreed, msg.ConversationID)
-	} else {
-		prog = m.responders[msg.Protocol]
+	if m.nagreed.Load() > 0 { // the lock only when some id was agreed
+		m.mu.Lock()
+		if a, ok := m.agreed[msg.ConversationID]; ok && a.peer == msg.Sender {
+			prog = a.prog
+			delete(m.agreed, msg.ConversationID)
+			m.nagreed.Add(-1)
+		}
+		m.mu.Unlock()
 	}
-	m.mu.Unlock()
+	if prog == nil {
+		prog = m.reg.Load().responders[msg.Protocol]
+	}
 	if prog == nil || !prog.Opens(msg) {
 		w.unknown(msg, prog, now)
 		return nil
@@ -438,9 +442,7 @@ func (w *worker) decide(c *conversation, d *pendingDecision, now time.Time) {
 			return
 		}
 	}
-	m.mu.RLock()
-	bound := m.bound[prog.Policy().Name]
-	m.mu.RUnlock()
+	bound := m.reg.Load().bound[prog.Policy().Name]
 	if m.o.decider == nil && m.o.async == nil {
 		a, err := decision.Answer{}, decision.ErrNoDecision
 		if bound != nil {

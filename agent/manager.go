@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"maps"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -97,16 +98,17 @@ type Manager struct {
 	// transport is set once, by WithTransport or Bus.Connect.
 	transport atomic.Pointer[Transport]
 
-	mu       sync.RWMutex
-	programs map[[2]string]*engine.Program
-	bound    map[string]decision.Decider
-	// responders maps a policy to the program this agent accepts new
-	// conversations of it with: the role that receives its first message.
-	responders map[string]*engine.Program
+	// mu serialises Register and guards agreed. reg is what Register
+	// registered, replaced whole by each Register, so that the workers
+	// read it without a lock.
+	mu  sync.Mutex
+	reg atomic.Pointer[registry]
 	// agreed maps conversation ids agreed through conversation-setup to
-	// the program to run them with and the peer that agreed.
-	agreed map[string]agreement
-	setup  *setupNames
+	// the program to run them with and the peer that agreed; nagreed is
+	// its size, read without the lock.
+	agreed  map[string]agreement
+	nagreed atomic.Int64
+	setup   *setupNames
 
 	// opened counts the live conversations each peer opened here.
 	peersMu sync.Mutex
@@ -135,6 +137,16 @@ type agreement struct {
 	peer string
 }
 
+// registry is what Register registered. It is never changed once
+// published: Register publishes a new one.
+type registry struct {
+	programs map[[2]string]*engine.Program
+	bound    map[string]decision.Decider
+	// responders maps a policy to the program this agent accepts new
+	// conversations of it with: the role that receives its first message.
+	responders map[string]*engine.Program
+}
+
 // NewManager returns a manager for agent self and starts its workers. It
 // fails for an empty name or a bad option.
 func NewManager(self string, opts ...Option) (*Manager, error) {
@@ -146,10 +158,10 @@ func NewManager(self string, opts ...Option) (*Manager, error) {
 		return nil, errors.New("agent: NewManager: empty agent name")
 	}
 	m := &Manager{
-		self: self, o: o, programs: map[[2]string]*engine.Program{},
-		bound: map[string]decision.Decider{}, responders: map[string]*engine.Program{}, agreed: map[string]agreement{},
+		self: self, o: o, agreed: map[string]agreement{},
 		opened: map[string]int{}, seed: maphash.MakeSeed(),
 	}
+	m.reg.Store(&registry{programs: map[[2]string]*engine.Program{}, bound: map[string]decision.Decider{}, responders: map[string]*engine.Program{}})
 	if o.transport != nil {
 		m.transport.Store(&o.transport)
 	}
@@ -216,13 +228,16 @@ func (m *Manager) Register(p *policy.Policy, roles ...string) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.bound[p.Name] = c.Decider()
+	old := m.reg.Load()
+	reg := &registry{programs: maps.Clone(old.programs), bound: maps.Clone(old.bound), responders: maps.Clone(old.responders)}
+	reg.bound[p.Name] = c.Decider()
 	for r, prog := range compiled {
-		m.programs[[2]string{p.Name, r}] = prog
+		reg.programs[[2]string{p.Name, r}] = prog
 		if prog.RespondsFirst() {
-			m.responders[p.Name] = prog
+			reg.responders[p.Name] = prog
 		}
 	}
+	m.reg.Store(reg)
 	return nil
 }
 
@@ -234,9 +249,7 @@ func policyName(p *policy.Policy) string {
 }
 
 func (m *Manager) program(policyName, role string) (*engine.Program, error) {
-	m.mu.RLock()
-	prog := m.programs[[2]string{policyName, role}]
-	m.mu.RUnlock()
+	prog := m.reg.Load().programs[[2]string{policyName, role}]
 	if prog != nil {
 		return prog, nil
 	}
@@ -384,9 +397,7 @@ func (m *Manager) DeliverAcked(from string, msg *forms.Message, ack func()) erro
 
 // opener returns the program that msg opens a new conversation of, or nil.
 func (m *Manager) opener(msg *forms.Message) *engine.Program {
-	m.mu.RLock()
-	prog := m.responders[msg.Protocol]
-	m.mu.RUnlock()
+	prog := m.reg.Load().responders[msg.Protocol]
 	if prog == nil || !prog.Opens(msg) {
 		return nil
 	}

@@ -146,7 +146,7 @@ func (m *Manager) setupDecision(req *decision.Request, opener string) (decision.
 		}
 		m.mu.Lock()
 		defer m.mu.Unlock()
-		prog := m.programs[[2]string{policyName, role}]
+		prog := m.reg.Load().programs[[2]string{policyName, role}]
 		switch {
 		case prog == nil:
 			return decline(fmt.Sprintf("%s does not play %s in %s", m.self, policy.Quote(role), policy.Quote(policyName)))
@@ -164,6 +164,7 @@ func (m *Manager) setupDecision(req *decision.Request, opener string) (decision.
 			return decline("too many conversations agreed and not yet opened")
 		}
 		m.agreed[id] = agreement{prog: prog, peer: opener}
+		m.nagreed.Add(1)
 		return decision.Answer{Choice: n.accept}, nil
 	}
 	return decision.Answer{}, decision.ErrNoDecision
