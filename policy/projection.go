@@ -125,11 +125,16 @@ type projector struct {
 	c     *checker
 	role  string
 	proj  *Projection
-	index map[string]int
-	// members[k] lists the global states of local state k; parents[k]
-	// records, for each of them, how the closure reached it.
+	index map[string]int // local state by its global states, for two or more
+	// single[s] is one more than the local state standing for global
+	// state s alone, or 0.
+	single []int
+	// members[k] lists the global states of local state k, sorted;
+	// steps[k][i] records how the closure reached members[k][i].
 	members [][]int
-	parents []map[int]step
+	steps   [][]step
+	reached map[int]step // the closure being computed, reused
+	stack   []int        // the closure's states to visit, reused
 	queue   []int
 	limit   int
 }
@@ -192,9 +197,11 @@ func (s *State) RunsTimers(role string) bool {
 func (c *checker) project(role string) *Projection {
 	pr := &projector{
 		c: c, role: role,
-		proj:  &Projection{Policy: c.p, Role: role},
-		index: map[string]int{},
-		limit: 4*len(c.p.States) + 1024,
+		proj:    &Projection{Policy: c.p, Role: role},
+		index:   map[string]int{},
+		single:  make([]int, len(c.p.States)),
+		reached: map[int]step{},
+		limit:   4*len(c.p.States) + 1024,
 	}
 	if c.initial < 0 {
 		return pr.proj
@@ -216,16 +223,18 @@ func (c *checker) project(role string) *Projection {
 // queueing it for expansion) when new.
 func (pr *projector) state(seeds []int, via []step) int {
 	c := pr.c
-	parents := map[int]step{}
+	reached := pr.reached
+	clear(reached)
 	var members []int
-	stack := slices.Clone(seeds)
+	stack := append(pr.stack[:0], seeds...)
+	defer func() { pr.stack = stack[:0] }()
 	for i, s := range seeds {
-		if _, ok := parents[s]; !ok {
+		if _, ok := reached[s]; !ok {
 			st := step{from: -1}
 			if via != nil {
 				st = via[i]
 			}
-			parents[s] = st
+			reached[s] = st
 			members = append(members, s)
 		}
 	}
@@ -237,8 +246,8 @@ func (pr *projector) state(seeds []int, via []step) int {
 				continue
 			}
 			if k := c.next[s][j]; k >= 0 {
-				if _, seen := parents[k]; !seen {
-					parents[k] = step{from: s, j: j}
+				if _, seen := reached[k]; !seen {
+					reached[k] = step{from: s, j: j}
 					members = append(members, k)
 					stack = append(stack, k)
 				}
@@ -246,23 +255,42 @@ func (pr *projector) state(seeds []int, via []step) int {
 		}
 	}
 	slices.Sort(members)
-	key := setKey(members)
-	if k, ok := pr.index[key]; ok {
-		return k
+	var key string
+	if len(members) == 1 {
+		if k := pr.single[members[0]]; k > 0 {
+			return k - 1
+		}
+	} else {
+		key = setKey(members)
+		if k, ok := pr.index[key]; ok {
+			return k
+		}
 	}
 	k := len(pr.proj.States)
-	pr.index[key] = k
-	ls := &LocalState{Global: make([]*State, len(members))}
-	nameParts := make([]string, len(members))
+	steps := make([]step, len(members))
 	for i, m := range members {
-		ls.Global[i] = c.p.States[m]
-		nameParts[i] = c.p.States[m].Name
-		ls.Join = ls.Join || c.p.States[m].Join
+		steps[i] = reached[m]
 	}
-	ls.Name = strings.Join(nameParts, "|")
+	ls := &LocalState{}
+	if len(members) == 1 {
+		m := members[0]
+		pr.single[m] = k + 1
+		ls.Global = c.p.States[m : m+1 : m+1] // the policy's own slice, as for a transition
+		ls.Name, ls.Join = c.p.States[m].Name, c.p.States[m].Join
+	} else {
+		pr.index[key] = k
+		ls.Global = make([]*State, len(members))
+		nameParts := make([]string, len(members))
+		for i, m := range members {
+			ls.Global[i] = c.p.States[m]
+			nameParts[i] = c.p.States[m].Name
+			ls.Join = ls.Join || c.p.States[m].Join
+		}
+		ls.Name = strings.Join(nameParts, "|")
+	}
 	pr.proj.States = append(pr.proj.States, ls)
 	pr.members = append(pr.members, members)
-	pr.parents = append(pr.parents, parents)
+	pr.steps = append(pr.steps, steps)
 	pr.queue = append(pr.queue, k)
 	return k
 }
@@ -326,7 +354,14 @@ func (pr *projector) expand(k int) {
 					byTrigger[tr] = g
 				}
 			}
-			g.lt.Global = append(g.lt.Global, t)
+			if g.lt.Global == nil {
+				// The policy's own slice: a group of one transition, as
+				// most are, needs no slice of its own (and one of more
+				// copies it on the append below).
+				g.lt.Global = st.Transitions[j : j+1 : j+1]
+			} else {
+				g.lt.Global = append(g.lt.Global, t)
+			}
 			if n := c.next[s][j]; n >= 0 {
 				g.seeds = append(g.seeds, n)
 				g.via = append(g.via, step{from: s, j: j})
@@ -496,15 +531,16 @@ func (pr *projector) blind(k, a, b int, what string) {
 // path returns the steps by which the closure of local state k reached
 // global state s, from a seed.
 func (pr *projector) path(k, s int) []step {
-	parents := pr.parents[k]
+	members, steps := pr.members[k], pr.steps[k]
 	var out []step
-	for guard := 0; guard <= len(parents); guard++ {
-		st, ok := parents[s]
-		if !ok || st.from < 0 {
+	for guard := 0; guard <= len(members); guard++ {
+		i, ok := slices.BinarySearch(members, s)
+		if !ok || steps[i].from < 0 {
 			break
 		}
+		st := steps[i]
 		out = append(out, st)
-		if !slices.Contains(pr.members[k], st.from) {
+		if _, ok := slices.BinarySearch(members, st.from); !ok {
 			break // the seed's incoming transition
 		}
 		s = st.from
