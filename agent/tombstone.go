@@ -60,7 +60,8 @@ func (w *worker) keptWhole(c *conversation) bool {
 // retire replaces c, which has just ended, by its tombstone, or keeps it
 // whole, and queues it for the sweep.
 func (w *worker) retire(c *conversation) {
-	t := &tombstone{id: c.id, endedAt: c.endedAt}
+	t := w.newTombstone()
+	t.id, t.endedAt = c.id, c.endedAt
 	if w.keptWhole(c) {
 		t.c = c
 	} else {
@@ -113,7 +114,9 @@ func (w *worker) retainEnded(cs []*conversation) {
 	}
 	slices.SortStableFunc(ended, func(a, b *conversation) int { return a.endedAt.Compare(b.endedAt) })
 	for _, c := range ended {
-		w.retain(&tombstone{id: c.id, endedAt: c.endedAt, c: c})
+		t := w.newTombstone()
+		t.id, t.endedAt, t.c = c.id, c.endedAt, c
+		w.retain(t)
 	}
 }
 
@@ -133,10 +136,25 @@ func (w *worker) sweep(now time.Time) {
 			if w.d != nil {
 				w.d.forget(c)
 			}
-			continue
+		} else {
+			w.remove(t.id)
 		}
-		w.remove(t.id)
+		*t = tombstone{} // its slab may live on: hold nothing
 	}
+}
+
+// tombSlab is how many tombstones a worker allocates at once. They are
+// swept in about the order they were made, so a slab is freed soon after
+// its last tombstone is swept; one allocation, and one object for the
+// collector to mark, stand for 64 ended conversations.
+const tombSlab = 64
+
+func (w *worker) newTombstone() *tombstone {
+	if len(w.slab) == cap(w.slab) {
+		w.slab = make([]tombstone, 0, tombSlab)
+	}
+	w.slab = w.slab[:len(w.slab)+1]
+	return &w.slab[len(w.slab)-1]
 }
 
 func (t *tombstone) result() waitResult {

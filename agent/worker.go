@@ -94,11 +94,14 @@ type worker struct {
 	// within its retention, in the order they ended.
 	convs          map[string]slot
 	oldest, newest *tombstone
-	processed      atomic.Uint64
-	queues         []*engine.Queue
-	timers         timers
-	out            *outbox
-	d              *durable // nil without a store
+	// slab holds the tombstones made last, and room for more (see
+	// tombSlab).
+	slab      []tombstone
+	processed atomic.Uint64
+	queues    []*engine.Queue
+	timers    timers
+	out       *outbox
+	d         *durable // nil without a store
 	// Reused for the inputs of handlers, which do not keep them, when
 	// there is no observer (which may).
 	answerEv engine.DecisionEvent
