@@ -23,7 +23,6 @@ package bolt
 
 import (
 	"bytes"
-	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -95,15 +94,22 @@ type Store struct {
 	logged int
 	// window holds the readable log entries since the last checkpoint,
 	// one after the other, and convOps and outOps what they change, in
-	// order, as slices of it; bad are the keys of the log's unreadable
+	// order, as slices of it. lastConv gives, for each conversation they
+	// change, a cell of convLast, which holds the index of its last
+	// change in convOps (a cell, so that a change does not make a new
+	// string of the id); lastOut gives the index of each outbox entry's
+	// last change in outOps. bad are the keys of the log's unreadable
 	// entries, which stay in the log for Load to report. entry is room
 	// to decode an entry in.
-	window  []byte
-	convOps []convOp
-	outOps  []outOp
-	bad     [][]byte
-	entry   entry
-	json    outboxJSON
+	window   []byte
+	convOps  []convOp
+	outOps   []outOp
+	lastConv map[string]int
+	convLast []int
+	lastOut  map[uint64]int
+	bad      [][]byte
+	entry    entry
+	json     outboxJSON
 	// slots gives the slot (key) of each conversation of the table, by
 	// id, and next the slot the next new one takes; moved is how a
 	// checkpoint changes slots, for its commit to apply once done.
@@ -114,26 +120,22 @@ type Store struct {
 
 // slotMove gives conversation id a slot, or takes it back (del).
 type slotMove struct {
-	id   []byte
+	id   string
 	slot uint64
 	del  bool
 }
 
-// convOp is a put (rec) or a delete (del) of conversation key, the
-// order'th change of the window.
+// convOp is a put (rec) or a delete (del) of conversation key.
 type convOp struct {
 	key, rec []byte
 	del      bool
-	order    int
 }
 
-// outOp is a put (json) or a removal (del) of outbox entry seq, the
-// order'th change of the window.
+// outOp is a put (json) or a removal (del) of outbox entry seq.
 type outOp struct {
-	seq   uint64
-	json  []byte
-	del   bool
-	order int
+	seq  uint64
+	json []byte
+	del  bool
 }
 
 var _ agent.Store = (*Store)(nil)
@@ -162,7 +164,7 @@ func Open(path string, opts ...Option) (s *Store, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
-	st := &Store{db: db, path: path, checkpoint: o.checkpoint, slots: map[string]uint64{}}
+	st := &Store{db: db, path: path, checkpoint: o.checkpoint, slots: map[string]uint64{}, lastConv: map[string]int{}, lastOut: map[uint64]int{}}
 	err = db.Update(func(tx *bbolt.Tx) error {
 		if info, err := os.Stat(path); err == nil && info.Size() < tx.Size() {
 			return fmt.Errorf("the file is truncated: %d bytes, its records need %d", info.Size(), tx.Size())
@@ -412,13 +414,11 @@ func (s *Store) Commit(b *agent.Batch) error {
 		})
 	}
 	if err != nil {
-		// fold sorted the changes: back to their order, then without b's
-		slices.SortFunc(s.convOps, func(a, b convOp) int { return cmp.Compare(a.order, b.order) })
-		slices.SortFunc(s.outOps, func(a, b outOp) int { return cmp.Compare(a.order, b.order) })
 		s.window = s.window[:start]
 		clear(s.convOps[convs:])
 		clear(s.outOps[outs:])
 		s.convOps, s.outOps = s.convOps[:convs], s.outOps[:outs]
+		s.reindex()
 		return fmt.Errorf("store %s: %w", s.path, err)
 	}
 	s.seq++
@@ -426,9 +426,9 @@ func (s *Store) Commit(b *agent.Batch) error {
 	if fold {
 		for _, m := range s.moved {
 			if m.del {
-				delete(s.slots, string(m.id))
+				delete(s.slots, m.id)
 			} else {
-				s.slots[string(m.id)] = m.slot
+				s.slots[m.id] = m.slot
 				s.next = max(s.next, m.slot+1)
 			}
 		}
@@ -436,7 +436,9 @@ func (s *Store) Commit(b *agent.Batch) error {
 		s.logged = 0
 		clear(s.convOps)
 		clear(s.outOps)
-		s.window, s.convOps, s.outOps = s.window[:0], s.convOps[:0], s.outOps[:0]
+		clear(s.lastConv)
+		clear(s.lastOut)
+		s.window, s.convOps, s.outOps, s.convLast = s.window[:0], s.convOps[:0], s.outOps[:0], s.convLast[:0]
 		if cap(s.window) > 2*s.checkpoint {
 			s.window = nil // one huge commit: let its room go
 		}
@@ -483,52 +485,80 @@ func (s *Store) index(rec []byte) error {
 	}
 	for _, r := range e.put {
 		if key, err := recordKey(r); err == nil {
-			s.convOps = append(s.convOps, convOp{key: key, rec: r, order: len(s.convOps)})
+			s.convOp(convOp{key: key, rec: r})
 		}
 	}
 	for _, id := range e.del {
-		s.convOps = append(s.convOps, convOp{key: id, del: true, order: len(s.convOps)})
+		s.convOp(convOp{key: id, del: true})
 	}
 	for _, o := range e.out {
-		s.outOps = append(s.outOps, outOp{seq: o.seq, json: o.json, order: len(s.outOps)})
+		s.outOp(outOp{seq: o.seq, json: o.json})
 	}
 	for _, seq := range e.acked {
-		s.outOps = append(s.outOps, outOp{seq: seq, del: true, order: len(s.outOps)})
+		s.outOp(outOp{seq: seq, del: true})
 	}
 	return nil
 }
 
+// convOp adds o to the window's changes, as its conversation's last.
+func (s *Store) convOp(o convOp) {
+	if c, ok := s.lastConv[string(o.key)]; ok {
+		s.convLast[c] = len(s.convOps)
+	} else {
+		s.lastConv[string(o.key)] = len(s.convLast)
+		s.convLast = append(s.convLast, len(s.convOps))
+	}
+	s.convOps = append(s.convOps, o)
+}
+
+// outOp adds o to the window's changes, as its outbox entry's last.
+func (s *Store) outOp(o outOp) {
+	s.lastOut[o.seq] = len(s.outOps)
+	s.outOps = append(s.outOps, o)
+}
+
+// reindex finds the last change of each key again, after the changes
+// of a failed commit are taken back.
+func (s *Store) reindex() {
+	convs, outs := s.convOps, s.outOps
+	clear(s.lastConv)
+	clear(s.lastOut)
+	s.convOps, s.outOps, s.convLast = convs[:0], outs[:0], s.convLast[:0]
+	for _, o := range convs {
+		s.convOp(o)
+	}
+	for _, o := range outs {
+		s.outOp(o)
+	}
+}
+
 // fold writes the window's changes to the conversations and the outbox,
-// each key's last change once and in key order, and empties the log of
-// the window's entries: a message sent and acknowledged within the
-// window never reaches the outbox table.
+// each key's last change once, and empties the log of the window's
+// entries: a message sent and acknowledged within the window never
+// reaches the outbox table. A new conversation takes the next slot, so
+// that new ones go to the table's end.
 func (s *Store) fold(tx *bbolt.Tx) error {
 	convs, outbox := tx.Bucket(bucketConversations), tx.Bucket(bucketOutbox)
 	convs.FillPercent = 1 // new conversations go to the end: fill the pages
-	slices.SortFunc(s.convOps, func(a, b convOp) int {
-		return cmp.Or(bytes.Compare(a.key, b.key), cmp.Compare(a.order, b.order))
-	})
 	clear(s.moved)
 	s.moved = s.moved[:0]
 	next := s.next
-	keys := make([]byte, 0, slotKeySize*len(s.convOps))
-	for i, o := range s.convOps {
-		if i+1 < len(s.convOps) && bytes.Equal(s.convOps[i+1].key, o.key) {
-			continue // changed again later in the window
-		}
-		slot, ok := s.slots[string(o.key)]
+	keys := make([]byte, 0, slotKeySize*(len(s.lastConv)+len(s.lastOut)))
+	for id, c := range s.lastConv {
+		o := &s.convOps[s.convLast[c]]
+		slot, ok := s.slots[id]
 		if !ok && o.del {
 			continue
 		}
 		if !ok {
 			slot, next = next, next+1
-			s.moved = append(s.moved, slotMove{id: o.key, slot: slot})
+			s.moved = append(s.moved, slotMove{id: id, slot: slot})
 		}
 		keys = slotKey(keys, slot)
 		k := keys[len(keys)-slotKeySize:]
 		var err error
 		if o.del {
-			s.moved = append(s.moved, slotMove{id: o.key, del: true})
+			s.moved = append(s.moved, slotMove{id: id, del: true})
 			err = convs.Delete(k)
 		} else {
 			err = convs.Put(k, o.rec)
@@ -537,21 +567,14 @@ func (s *Store) fold(tx *bbolt.Tx) error {
 			return err
 		}
 	}
-	slices.SortFunc(s.outOps, func(a, b outOp) int {
-		return cmp.Or(cmp.Compare(a.seq, b.seq), cmp.Compare(a.order, b.order))
-	})
-	keys = make([]byte, 0, 8*len(s.outOps))
-	for i, o := range s.outOps {
-		if i+1 < len(s.outOps) && s.outOps[i+1].seq == o.seq {
-			continue
-		}
-		keys = binary.BigEndian.AppendUint64(keys, o.seq)
+	for seq, i := range s.lastOut {
+		keys = binary.BigEndian.AppendUint64(keys, seq)
 		k := keys[len(keys)-8:]
 		var err error
-		if o.del {
+		if s.outOps[i].del {
 			err = outbox.Delete(k)
 		} else {
-			err = outbox.Put(k, o.json)
+			err = outbox.Put(k, s.outOps[i].json)
 		}
 		if err != nil {
 			return err

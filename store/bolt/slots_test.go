@@ -138,3 +138,50 @@ func TestAFileOfFormat2IsConverted(t *testing.T) {
 	ids, _ = tableIDs(t, path)
 	assert.Equal(t, []string{"c1", "c2", "c4"}, ids, "c2 kept its slot, c3's went, c4 took a new one")
 }
+
+// TestAFailedTransactionLeavesNothingForTheNextCheckpoint makes the
+// store's transaction fail (the file open read-only underneath), with
+// and without a checkpoint in it: the store takes back what that commit
+// changed, and the next checkpoint writes the commits before and after
+// it only, each conversation in one slot.
+func TestAFailedTransactionLeavesNothingForTheNextCheckpoint(t *testing.T) {
+	tests := []struct {
+		name       string
+		checkpoint int
+	}{
+		{"the failed commit checkpoints", 1},
+		{"the failed commit goes to the log", 1 << 20},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "a.db")
+			s, err := Open(path, WithCheckpointSize(1<<20))
+			require.NoError(t, err)
+			defer func() { s.db.Close() }()
+			require.NoError(t, s.Commit(&agent.Batch{Put: []agent.StoredConversation{{ID: "c1", Handler: []byte("1")}}}))
+			s.checkpoint = tt.checkpoint
+			require.NoError(t, s.db.Close())
+			s.db, err = bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true})
+			require.NoError(t, err)
+			require.Error(t, s.Commit(&agent.Batch{Put: []agent.StoredConversation{{ID: "c1", Handler: []byte("lost")}, {ID: "c2"}}, Delete: []string{"c1"}}))
+			require.NoError(t, s.db.Close())
+			s.db, err = bbolt.Open(path, 0o600, nil)
+			require.NoError(t, err)
+			s.checkpoint = 1
+			require.NoError(t, s.Commit(&agent.Batch{Put: []agent.StoredConversation{{ID: "c3"}}}))
+
+			st, err := s.Load()
+			require.NoError(t, err)
+			require.Len(t, st.Conversations, 2)
+			assert.Equal(t, "c1", st.Conversations[0].ID)
+			assert.Equal(t, []byte("1"), st.Conversations[0].Handler)
+			assert.Equal(t, "c3", st.Conversations[1].ID)
+			require.NoError(t, s.db.Close())
+			ids, _ := tableIDs(t, path)
+			slices.Sort(ids)
+			assert.Equal(t, []string{"c1", "c3"}, ids)
+			s.db, err = bbolt.Open(path, 0o600, nil)
+			require.NoError(t, err)
+		})
+	}
+}
