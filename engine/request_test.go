@@ -450,6 +450,17 @@ func TestRequestViolations(t *testing.T) {
 			step{at: time.Second, do: say("bob", "refuse", content{"reason": 42}), want: `
 				bob: error PE007 [requested]: the decision's content does not fit: field "reason" of "refuse" is a number, not a string`},
 		)},
+		// Content with a field no message type of the state declares is
+		// checked and validated the other way (iterating over it): the
+		// same errors.
+		{name: "refuse whose reason is a number, with an undeclared field", steps: then(requestOpened(),
+			step{at: time.Second, do: recv("alice", msg("refuse", "bob", "alice", content{"reason": 42, "note": "x"})), want: `
+				alice: error PE007 [requested]: field "reason" of "refuse" is a number, not a string`},
+		)},
+		{name: "deciding a refuse whose reason is a number, with an undeclared field", steps: then(requestOpened(),
+			step{at: time.Second, do: say("bob", "refuse", content{"reason": 42, "note": "x"}), want: `
+				bob: error PE007 [requested]: the decision's content does not fit: field "reason" of "refuse" is a number, not a string`},
+		)},
 		{name: "stale decision ticket", steps: then(requestAgreed(),
 			step{at: 2 * time.Second, do: answer("alice", "requested", decisionChoice("cancel")), want: `
 				alice: error PE008: decision for ticket 67108865 is stale: the conversation moved on before it was answered`},
