@@ -107,7 +107,8 @@ func (w *worker) start(id string, req *startReq, now time.Time) error {
 		m.total.Add(-1)
 		return err
 	}
-	c := &conversation{id: id, h: h}
+	c := w.newConversation()
+	c.id, c.h = id, h
 	w.add(c)
 	w.touch(c)
 	w.log(c, slog.LevelInfo, "conversation started")
@@ -227,7 +228,8 @@ func (w *worker) accept(msg *forms.Message, now time.Time) *conversation {
 		w.report(msg, engine.CodeUnknownConversation, err.Error(), now)
 		return nil
 	}
-	c := &conversation{id: msg.ConversationID, h: h, opener: msg.Sender}
+	c := w.newConversation()
+	c.id, c.h, c.opener = msg.ConversationID, h, msg.Sender
 	w.add(c)
 	w.touch(c)
 	if m.o.logger.Enabled(context.Background(), slog.LevelInfo) {

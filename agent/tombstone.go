@@ -76,8 +76,40 @@ func (w *worker) retire(c *conversation) {
 			}
 		}
 		w.convs[c.id] = slot{t: t}
+		if c.children == 0 { // no child points to it
+			w.retired = append(w.retired, c)
+		}
 	}
 	w.retain(t)
+}
+
+// maxFreeConversations bounds the conversations a worker keeps for reuse.
+const maxFreeConversations = 256
+
+// newConversation returns an empty conversation, reusing one retired
+// before.
+func (w *worker) newConversation() *conversation {
+	if n := len(w.freeConvs); n > 0 {
+		c := w.freeConvs[n-1]
+		w.freeConvs = w.freeConvs[:n-1]
+		return c
+	}
+	return &conversation{}
+}
+
+// recycle keeps the conversations retired by the input just processed
+// for reuse: nothing refers to them any more (their tombstones took
+// their place, their timers and decisions are gone, and no child points
+// to them).
+func (w *worker) recycle() {
+	for i, c := range w.retired {
+		w.retired[i] = nil
+		if len(w.freeConvs) < maxFreeConversations {
+			*c = conversation{}
+			w.freeConvs = append(w.freeConvs, c)
+		}
+	}
+	w.retired = w.retired[:0]
 }
 
 // retain queues t for the sweep, in the order conversations ended. Ends

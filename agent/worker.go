@@ -95,8 +95,11 @@ type worker struct {
 	convs          map[string]slot
 	oldest, newest *tombstone
 	// slab holds the tombstones made last, and room for more (see
-	// tombSlab).
+	// tombSlab). retired holds the conversations the current input
+	// replaced by tombstones, and freeConvs those ready for reuse.
 	slab      []tombstone
+	retired   []*conversation
+	freeConvs []*conversation
 	processed atomic.Uint64
 	queues    []*engine.Queue
 	timers    timers
@@ -191,6 +194,9 @@ func (w *worker) run() {
 					w.mu.Unlock()
 				}
 				w.handle(in)
+				if len(w.retired) > 0 {
+					w.recycle()
+				}
 				if in.kind != inCommitted { // the committer's, not the manager's, input
 					w.processed.Add(1)
 				}
