@@ -12,13 +12,21 @@
 // next sequence number, so that it writes a few pages however much it
 // changed; once the log holds WithCheckpointSize bytes (8 MiB by
 // default), a commit folds it into the tables of conversations and
-// outbox, writing each record once, in key order. The store keeps the
-// log since the last checkpoint in memory too (WithCheckpointSize bytes
-// and one commit's at most), so that a checkpoint writes from memory
-// and reads nothing back. Without sync, then a process that crashes loses nothing
+// outbox, writing each conversation's and each entry's last record once.
+// The conversations' table is keyed by slot, a number each conversation
+// takes when it first reaches the table, so that a checkpoint appends
+// the new conversations at its end instead of rewriting a page of the
+// table for each. Without sync, then a process that crashes loses nothing
 // (the operating system still writes the file), but a crash of the
 // machine or a power loss can lose the last commits or, as bbolt warns
 // for its NoSync mode, leave the file corrupt.
+//
+// Besides bbolt's memory map, a Store holds in memory the log since the
+// last checkpoint (WithCheckpointSize bytes and one commit's at most),
+// so that a checkpoint writes from memory and reads nothing back, and
+// the id and slot of every conversation of the table. A conversation id
+// must have 1 to 32,768 bytes (bbolt's longest key): Commit refuses a
+// batch that changes another, before it writes anything.
 package bolt
 
 import (
@@ -78,7 +86,9 @@ func WithLockTimeout(d time.Duration) Option { return func(o *options) { o.timeo
 
 // WithCheckpointSize sets how many bytes of log a commit folds into the
 // table of conversations (8 MiB by default; at least 1). A larger log
-// makes checkpoints rarer and Load slower: Load reads the whole log.
+// makes checkpoints rarer and Load slower (Load reads the whole log),
+// and the store holds that much more in memory (it keeps the log since
+// the last checkpoint).
 func WithCheckpointSize(n int) Option { return func(o *options) { o.checkpoint = max(n, 1) } }
 
 // Store is an agent.Store on one bbolt file. It is safe for concurrent

@@ -11,13 +11,15 @@ import (
 	"github.com/parleyhq/parley/agent"
 )
 
-// The records of format 2 are binary: a conversation is its fields in
-// a fixed order, each string and byte slice as a uvarint length and its
-// bytes, each number as a uvarint, the end time as Unix nanoseconds
-// (0 for none). A log entry is what a commit changed (see appendEntry),
-// each list as a uvarint count and its items. JSON (of format 1) spent a
-// third of a commit's time, and base64 made the handler's snapshot a
-// third longer. Outbox entries stay JSON, for their messages' content.
+// The records of formats 2 and 3 are binary: a conversation is its
+// fields in a fixed order, each string and byte slice as a uvarint
+// length and its bytes, each number as a uvarint, the end time as Unix
+// nanoseconds (0 for none). A log entry is what a commit changed (see
+// appendEntry), each list as a uvarint count and its items. JSON (of
+// format 1) spent a third of a commit's time, and base64 made the
+// handler's snapshot a third longer. Outbox entries stay JSON, for their
+// messages' content. Format 3 keys the conversations' table by slot (8
+// bytes, big-endian), where format 2 keyed it by id.
 
 // maxField bounds one string or byte slice of a record (16 MiB): a
 // corrupt length is an unreadable record, not an allocation.
