@@ -73,13 +73,23 @@ var runs = sync.Pool{New: func() any { return &run{vm: vm.VM{MemoryBudget: polic
 // program is built when an evaluation first needs it, which for a guard
 // the native form decides may be never.
 func Compile(e *policy.Expr) (*Expression, error) {
+	tree, err := parser.Parse(e.Src)
+	if err != nil {
+		return compile(e, nil)
+	}
+	return compile(e, tree.Node)
+}
+
+// compile is Compile from e's syntax tree, nil when its source does not
+// parse.
+func compile(e *policy.Expr, tree ast.Node) (*Expression, error) {
 	x := &Expression{Src: e, readsMsg: true}
-	if tree, err := parser.Parse(e.Src); err == nil {
-		x.fast = fastNode(tree.Node)
+	if tree != nil {
+		x.fast = fastNode(tree)
 		var v msgReader
-		ast.Walk(&tree.Node, &v)
+		ast.Walk(&tree, &v)
 		x.readsMsg = v.reads
-		if _, ok := policy.ExprTypeOf(tree.Node, envShape); ok {
+		if _, ok := policy.ExprTypeOf(tree, envShape); ok {
 			return x, nil
 		}
 	}
@@ -89,6 +99,40 @@ func Compile(e *policy.Expr) (*Expression, error) {
 	}
 	x.prog = prog
 	return x, nil
+}
+
+// Compiler compiles the expressions of a policy as Compile does, from the
+// syntax trees the policy's checks parse: give Parsed to the checks
+// (policy.WithExprTrees), then Compile each expression. A Compiler is
+// for one policy, and one goroutine at a time.
+type Compiler struct {
+	done map[*policy.Expr]compiled
+}
+
+type compiled struct {
+	x   *Expression
+	err error
+}
+
+// Parsed compiles e from its syntax tree, for Compile to return; it
+// keeps nothing of the tree.
+func (c *Compiler) Parsed(e *policy.Expr, tree ast.Node) {
+	if c.done == nil {
+		c.done = map[*policy.Expr]compiled{}
+	}
+	x, err := compile(e, tree)
+	c.done[e] = compiled{x, err}
+}
+
+// Compile returns what Compile(e) returns: e compiled from the tree
+// Parsed was given, or from its source when Parsed was not called with
+// it.
+func (c *Compiler) Compile(e *policy.Expr) (*Expression, error) {
+	if r, ok := c.done[e]; ok {
+		delete(c.done, e)
+		return r.x, r.err
+	}
+	return Compile(e)
 }
 
 // envShape is the environment expressions compile against.

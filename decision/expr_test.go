@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/parser"
 	"github.com/expr-lang/expr/vm"
 	"github.com/stretchr/testify/assert"
@@ -177,6 +178,65 @@ func TestExpressionsTypedNativelyEvaluateAsCompiled(t *testing.T) {
 				})
 			}
 			wg.Wait()
+		})
+	}
+}
+
+// TestCompilerCompilesAsCompile checks that a Compiler given the checks'
+// trees compiles each expression of a policy as Compile does: whether
+// it reads msg, and its value in an environment, or the same error; and
+// that an expression the checks did not lend it compiles from source.
+func TestCompilerCompilesAsCompile(t *testing.T) {
+	p, ds := policy.LoadYAML("c.yaml", []byte(`policy: c
+version: 1
+roles: [A, B]
+messages:
+  ask: {performative: request, fields: {n: int, who: string}}
+  ok: {performative: inform, fields: {result: any}, match: '"result" in content && msg.sender != ""'}
+vars: {last: int, name: optional string}
+states:
+  start:
+    decide: 'len(choices) > 0 ? choices[0] : ""'
+    on:
+      - {send: ask, from: A, to: B, next: asked, guard: 'vars.last < 10', set: {last: content.n + 1, name: content.who}}
+  asked:
+    - {send: ok, from: B, to: A, next: done, guard: 'vars.last < 10 || msg.sender == vars.name'}
+  done: {terminal: done}
+`))
+	require.False(t, ds.HasErrors(), "%v", ds)
+	var c decision.Compiler
+	lent := 0
+	a := policy.Analyze(p, policy.WithExprTrees(func(e *policy.Expr, tree ast.Node) {
+		lent++
+		c.Parsed(e, tree)
+	}))
+	require.Empty(t, a.Diagnostics)
+	require.Equal(t, 6, lent, "the checks lend every expression of the policy")
+	env := decision.Env{
+		Content: map[string]any{"n": 4, "who": "bob", "result": 1},
+		Vars:    map[string]any{"last": 3},
+		Msg:     policy.Envelope{Sender: "alice"},
+		Choices: []string{"ask"},
+	}
+	exprs := []*policy.Expr{p.Messages[1].Match, p.States[0].Decide, p.States[0].Transitions[0].Guard, p.States[1].Transitions[0].Guard}
+	for _, set := range p.States[0].Transitions[0].Set {
+		exprs = append(exprs, set.Expr)
+	}
+	exprs = append(exprs, at(`content.n * 2`), at(`content.n =< 2`))
+	for _, e := range exprs {
+		t.Run(e.Src, func(t *testing.T) {
+			want, wantErr := decision.Compile(e)
+			got, err := c.Compile(e)
+			if wantErr != nil {
+				assert.EqualError(t, err, wantErr.Error())
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, want.ReadsMsg(), got.ReadsMsg())
+			wv, werr := want.Eval(&env)
+			gv, gerr := got.Eval(&env)
+			assert.Equal(t, werr, gerr)
+			assert.Equal(t, wv, gv)
 		})
 	}
 }

@@ -40,7 +40,10 @@ func Check(p *policy.Policy, opts ...CompileOption) (*Compiled, policy.Diagnosti
 	for _, opt := range opts {
 		opt(&o)
 	}
-	var checkOpts []policy.CheckOption
+	// The checks parse every expression; the compiler works from their
+	// trees instead of parsing again.
+	var exprs decision.Compiler
+	checkOpts := []policy.CheckOption{policy.WithExprTrees(exprs.Parsed)}
 	if o.resolve != nil {
 		checkOpts = append(checkOpts, policy.WithPolicies(o.resolve))
 	}
@@ -60,7 +63,7 @@ func Check(p *policy.Policy, opts ...CompileOption) (*Compiled, policy.Diagnosti
 		if e == nil {
 			return nil
 		}
-		x, err := decision.Compile(e)
+		x, err := exprs.Compile(e)
 		if err != nil {
 			errs = append(errs, exprDiagnostic(e, err))
 			return nil

@@ -3,6 +3,7 @@ package policy
 import (
 	"slices"
 
+	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/conf"
 )
 
@@ -43,6 +44,7 @@ type CheckOption func(*checkOptions)
 
 type checkOptions struct {
 	resolve Resolver
+	parsed  func(*Expr, ast.Node)
 }
 
 // Resolver finds a policy by name: the child policies a policy runs.
@@ -54,6 +56,17 @@ type Resolver func(name string) *Policy
 // policy references are not checked.
 func WithPolicies(resolve Resolver) CheckOption {
 	return func(o *checkOptions) { o.resolve = resolve }
+}
+
+// WithExprTrees makes the expressions check call parsed with each
+// expression it parses without error and its syntax tree, as expr's
+// parser.Parse gives it for the expression's source, so that a compiler
+// can work from the tree rather than parse the source again. The tree is
+// lent for the call: the check goes on to type it, which may change it,
+// so parsed must neither change nor keep it. An expression whose source
+// and environment repeat another's is parsed once, for the first.
+func WithExprTrees(parsed func(e *Expr, tree ast.Node)) CheckOption {
+	return func(o *checkOptions) { o.parsed = parsed }
 }
 
 // CheckPolicy runs every static check on p and returns what they found,

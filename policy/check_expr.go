@@ -96,8 +96,10 @@ type exprKey struct {
 	src string
 }
 
-// compileExpr compiles src as the engine does (CompileExpr), in env.
-func (c *checker) compileExpr(src string, env map[string]any) *exprResult {
+// compileExpr compiles e's source as the engine does (CompileExpr), in
+// env.
+func (c *checker) compileExpr(e *Expr, env map[string]any) *exprResult {
+	src := e.Src
 	key := exprKey{reflect.ValueOf(env).Pointer(), src}
 	if r, ok := c.exprCache[key]; ok {
 		return r
@@ -116,6 +118,9 @@ func (c *checker) compileExpr(src string, env map[string]any) *exprResult {
 		c.exprConfigs[key.env] = config
 	}
 	prog, stage, err := compileWith(src, config, func(tree ast.Node) bool {
+		if c.opts.parsed != nil {
+			c.opts.parsed(e, tree)
+		}
 		reads := varReads{}
 		ast.Walk(&tree, reads)
 		r.reads = sortedKeys(reads)
@@ -145,7 +150,7 @@ func (c *checker) checkExpr(e *Expr, what string, env map[string]any, want refle
 	if e == nil {
 		return
 	}
-	r := c.compileExpr(e.Src, env)
+	r := c.compileExpr(e, env)
 	switch {
 	case r.syntaxErr != nil:
 		c.exprError(CodeExprSyntax, e, what, r.syntaxErr, env)
