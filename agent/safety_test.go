@@ -238,10 +238,15 @@ func TestADecidersContextEndsAtTheDecisionTimeout(t *testing.T) {
 	assert.ErrorContains(t, err, "did not answer within 5s")
 }
 
-// stuckTransport blocks every Send until released, ignoring its context.
-type stuckTransport struct{ release chan struct{} }
+// stuckTransport blocks every Send until released, ignoring its context;
+// entered gets a value as each Send starts, when it has room.
+type stuckTransport struct{ release, entered chan struct{} }
 
 func (s stuckTransport) Send(context.Context, *forms.Message) error {
+	select {
+	case s.entered <- struct{}{}:
+	default:
+	}
 	<-s.release
 	return errors.New("released")
 }
@@ -249,7 +254,7 @@ func (s stuckTransport) Send(context.Context, *forms.Message) error {
 func TestCloseReturnsByItsDeadlineWhenATransportBlocks(t *testing.T) {
 	p, err := policies.Load("fipa-request")
 	require.NoError(t, err)
-	tr := stuckTransport{release: make(chan struct{})}
+	tr := stuckTransport{release: make(chan struct{}), entered: make(chan struct{}, 1)}
 	defer close(tr.release)
 	alice, err := agent.NewManager("alice", agent.WithLogger(nil), agent.WithTransport(tr), agent.WithDecider(script{"start": {Choice: "request"}}))
 	require.NoError(t, err)
@@ -261,6 +266,14 @@ func TestCloseReturnsByItsDeadlineWhenATransportBlocks(t *testing.T) {
 	require.NoError(t, alice.Flush(ctx))
 	_, err = alice.Start(ctx, agent.StartRequest{Policy: "fipa-request", Role: "Initiator", Peers: map[string][]string{"Participant": {"bob"}}})
 	require.NoError(t, err)
+	// The request leaves once decision logic, off the worker, has chosen
+	// it: Close must find its send under way, or it has nothing to wait
+	// for.
+	select {
+	case <-tr.entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the request was never sent")
+	}
 
 	closeCtx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancel()
