@@ -139,8 +139,10 @@ func fieldOf(t reflect.Type, name string) (reflect.Type, bool) {
 	case t.Kind() != reflect.Struct:
 		return nil, false
 	}
-	if _, ok := reflect.PointerTo(t).MethodByName(name); ok {
-		return nil, false // expr prefers a method of that name
+	if pt := reflect.PointerTo(t); pt.NumMethod() > 0 {
+		if _, ok := pt.MethodByName(name); ok {
+			return nil, false // expr prefers a method of that name
+		}
 	}
 	for i := range t.NumField() {
 		f := t.Field(i)

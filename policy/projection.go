@@ -223,6 +223,60 @@ func (c *checker) project(role string) *Projection {
 // queueing it for expansion) when new.
 func (pr *projector) state(seeds []int, via []step) int {
 	c := pr.c
+	if len(seeds) == 1 && pr.single[seeds[0]] > 0 && pr.closed(seeds[0]) {
+		return pr.single[seeds[0]] - 1
+	}
+	members, steps := pr.closure(seeds, via)
+	var key string
+	if len(members) == 1 {
+		if k := pr.single[members[0]]; k > 0 {
+			return k - 1
+		}
+	} else {
+		key = setKey(members)
+		if k, ok := pr.index[key]; ok {
+			return k
+		}
+	}
+	k := len(pr.proj.States)
+	ls := &LocalState{}
+	if len(members) == 1 {
+		m := members[0]
+		pr.single[m] = k + 1
+		ls.Global = c.p.States[m : m+1 : m+1] // the policy's own slice, as for a transition
+		ls.Name, ls.Join = c.p.States[m].Name, c.p.States[m].Join
+	} else {
+		pr.index[key] = k
+		ls.Global = make([]*State, len(members))
+		nameParts := make([]string, len(members))
+		for i, m := range members {
+			ls.Global[i] = c.p.States[m]
+			nameParts[i] = c.p.States[m].Name
+			ls.Join = ls.Join || c.p.States[m].Join
+		}
+		ls.Name = strings.Join(nameParts, "|")
+	}
+	pr.proj.States = append(pr.proj.States, ls)
+	pr.members = append(pr.members, members)
+	pr.steps = append(pr.steps, steps)
+	pr.queue = append(pr.queue, k)
+	return k
+}
+
+// closure returns the global states the role may be in once it has
+// reached seeds (by via, nil for the initial state), sorted, and how
+// each was reached.
+func (pr *projector) closure(seeds []int, via []step) ([]int, []step) {
+	c := pr.c
+	if len(seeds) == 1 && pr.closed(seeds[0]) {
+		// A state the role sees every step out of is its own closure, as
+		// in most policies.
+		st := step{from: -1}
+		if via != nil {
+			st = via[0]
+		}
+		return []int{seeds[0]}, []step{st}
+	}
 	reached := pr.reached
 	clear(reached)
 	var members []int
@@ -255,44 +309,23 @@ func (pr *projector) state(seeds []int, via []step) int {
 		}
 	}
 	slices.Sort(members)
-	var key string
-	if len(members) == 1 {
-		if k := pr.single[members[0]]; k > 0 {
-			return k - 1
-		}
-	} else {
-		key = setKey(members)
-		if k, ok := pr.index[key]; ok {
-			return k
-		}
-	}
-	k := len(pr.proj.States)
 	steps := make([]step, len(members))
 	for i, m := range members {
 		steps[i] = reached[m]
 	}
-	ls := &LocalState{}
-	if len(members) == 1 {
-		m := members[0]
-		pr.single[m] = k + 1
-		ls.Global = c.p.States[m : m+1 : m+1] // the policy's own slice, as for a transition
-		ls.Name, ls.Join = c.p.States[m].Name, c.p.States[m].Join
-	} else {
-		pr.index[key] = k
-		ls.Global = make([]*State, len(members))
-		nameParts := make([]string, len(members))
-		for i, m := range members {
-			ls.Global[i] = c.p.States[m]
-			nameParts[i] = c.p.States[m].Name
-			ls.Join = ls.Join || c.p.States[m].Join
+	return members, steps
+}
+
+// closed reports whether the role sees every step out of global state s
+// that leads somewhere.
+func (pr *projector) closed(s int) bool {
+	st := pr.c.p.States[s]
+	for j, t := range st.Transitions {
+		if _, _, ok := pr.c.visible(st, t, pr.role); !ok && pr.c.next[s][j] >= 0 {
+			return false
 		}
-		ls.Name = strings.Join(nameParts, "|")
 	}
-	pr.proj.States = append(pr.proj.States, ls)
-	pr.members = append(pr.members, members)
-	pr.steps = append(pr.steps, steps)
-	pr.queue = append(pr.queue, k)
-	return k
+	return true
 }
 
 func setKey(members []int) string {
@@ -320,7 +353,10 @@ func (pr *projector) expand(k int) {
 		via   []step
 	}
 	var groups []*group
-	byTrigger := map[trigger]*group{}
+	var byTrigger map[trigger]*group
+	if len(members) > 1 {
+		byTrigger = map[trigger]*group{}
+	}
 	var terminals, active []int
 	for _, s := range members {
 		st := c.p.States[s]
