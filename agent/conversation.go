@@ -62,7 +62,7 @@ func noConversation(id string) error {
 
 // add holds c; its place in the count of conversations is taken already
 // (see reserve).
-func (w *worker) add(c *conversation) { w.convs[c.id] = slot{c: c} }
+func (w *worker) add(c *conversation) { w.convs[c.id] = c }
 
 // reserve takes a place for a new conversation, unless the manager holds
 // Limits.MaxConversations already. Workers take places concurrently, so
@@ -88,7 +88,7 @@ func (w *worker) remove(id string) {
 // start creates a conversation and starts its handler.
 func (w *worker) start(id string, req *startReq, now time.Time) error {
 	m := w.m
-	if _, taken := w.convs[id]; taken {
+	if w.convs[id] != nil || w.tombs[id] != nil {
 		return fmt.Errorf("%w: %s", ErrConversationExists, policy.Quote(id))
 	}
 	if !m.reserve() {
@@ -133,12 +133,13 @@ func (w *worker) message(msg *forms.Message, ack func(), now time.Time) {
 			defer ack()
 		}
 	}
-	s := w.convs[msg.ConversationID]
-	if s.t != nil && s.c == nil {
-		w.late(s.t, msg, now)
-		return
+	c := w.convs[msg.ConversationID]
+	if c == nil {
+		if t := w.tombs[msg.ConversationID]; t != nil {
+			w.late(t, msg, now)
+			return
+		}
 	}
-	c := s.c
 	id := ""
 	if w.d != nil {
 		if id = MessageID(msg); id != "" && c != nil {

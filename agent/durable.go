@@ -471,7 +471,7 @@ func (w *worker) resume(r *resumeReq, now time.Time) {
 	byID := map[string]*conversation{}
 	var added []*conversation
 	for _, x := range r.convs {
-		if w.convs[x.sc.ID].c != nil {
+		if w.convs[x.sc.ID] != nil {
 			continue // already running: Resume was called twice
 		}
 		c := &conversation{id: x.sc.ID, h: x.h, opener: x.sc.Opener, children: x.sc.Children,
@@ -494,7 +494,7 @@ func (w *worker) resume(r *resumeReq, now time.Time) {
 		}
 		c.parentSession, c.parentEpoch = x.sc.ParentSession, x.sc.ParentEpoch
 		if c.parent = byID[x.sc.Parent]; c.parent == nil {
-			c.parent = w.convs[x.sc.Parent].c
+			c.parent = w.convs[x.sc.Parent]
 		}
 	}
 	w.retainEnded(added)

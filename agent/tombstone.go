@@ -28,8 +28,8 @@ type tombstone struct {
 	id      string
 	endedAt time.Time
 	next    *tombstone
-	// c is the whole conversation, kept in the worker's convs; nil when
-	// convs holds the tombstone instead.
+	// c is the whole conversation, kept in the worker's convs; nil for a
+	// tombstone in tombs.
 	c *conversation
 
 	prog        *engine.Program
@@ -42,13 +42,6 @@ type tombstone struct {
 	lastPerf, lastSender, lastInReplyTo, lastReplyWith string
 	lastContent                                        map[string]any
 	aborted, applied                                   bool
-}
-
-// slot is what a worker holds under a conversation id: the conversation
-// (live, or ended and kept whole), or the tombstone of an ended one.
-type slot struct {
-	c *conversation
-	t *tombstone
 }
 
 // keptWhole reports whether c must stay whole after its end (see
@@ -75,7 +68,8 @@ func (w *worker) retire(c *conversation) {
 				t.lastContent = l.Content
 			}
 		}
-		w.convs[c.id] = slot{t: t}
+		delete(w.convs, c.id)
+		w.tombs[c.id] = t
 		if c.children == 0 { // no child points to it
 			w.retired = append(w.retired, c)
 		}
@@ -169,7 +163,8 @@ func (w *worker) sweep(now time.Time) {
 				w.d.forget(c)
 			}
 		} else {
-			w.remove(t.id)
+			delete(w.tombs, t.id)
+			w.m.total.Add(-1)
 		}
 		*t = tombstone{} // its slab may live on: hold nothing
 	}

@@ -92,7 +92,8 @@ type worker struct {
 	// ended and kept whole (c), and the tombstones of the others (t).
 	// oldest to newest, linked by next, are every ended conversation
 	// within its retention, in the order they ended.
-	convs          map[string]slot
+	convs          map[string]*conversation
+	tombs          map[string]*tombstone
 	oldest, newest *tombstone
 	// slab holds the tombstones made last, and room for more (see
 	// tombSlab). retired holds the conversations the current input
@@ -112,7 +113,7 @@ type worker struct {
 }
 
 func newWorker(m *Manager) *worker {
-	w := &worker{m: m, wake: make(chan struct{}, 1), exited: make(chan struct{}), convs: map[string]slot{}}
+	w := &worker{m: m, wake: make(chan struct{}, 1), exited: make(chan struct{}), convs: map[string]*conversation{}, tombs: map[string]*tombstone{}}
 	w.timers.w = w
 	w.out = newOutbox(w)
 	if m.o.store != nil {
@@ -229,11 +230,7 @@ func (w *worker) halt(rest []input) {
 	if w.d != nil && w.d.retry != nil {
 		w.d.retry.Stop()
 	}
-	for _, s := range w.convs {
-		c := s.c
-		if c == nil {
-			continue
-		}
+	for _, c := range w.convs {
 		for _, ch := range c.waiters {
 			ch <- waitResult{err: ErrClosed}
 		}
@@ -304,17 +301,17 @@ func (w *worker) handle(in *input) {
 	case inTick:
 		w.timers.fire(in.ticket, now)
 	case inAnswer:
-		if s := w.convs[in.conv]; s.c != nil {
-			w.answer(s.c, in.ticket, in.extra.answer, now)
-		} else if s.t != nil {
-			w.lateAnswer(s.t, in.ticket, now, in)
+		if c := w.convs[in.conv]; c != nil {
+			w.answer(c, in.ticket, in.extra.answer, now)
+		} else if t := w.tombs[in.conv]; t != nil {
+			w.lateAnswer(t, in.ticket, now, in)
 		}
 	case inDecided:
-		if c := w.convs[in.conv].c; c != nil {
+		if c := w.convs[in.conv]; c != nil {
 			w.decided(c, in.ticket, in.job, now)
 		}
 	case inSendFailed:
-		if c := w.convs[in.conv].c; c != nil && !w.kept(in.msg) {
+		if c := w.convs[in.conv]; c != nil && !w.kept(in.msg) {
 			w.abort(c, "send failed: "+in.extra.err.Error(), now)
 		}
 	case inMessage:
@@ -333,11 +330,10 @@ func (w *worker) handle(in *input) {
 }
 
 func (w *worker) wait(in *input) {
-	s := w.convs[in.conv]
-	c := s.c
+	c := w.convs[in.conv]
 	switch {
-	case c == nil && s.t != nil:
-		in.extra.wait <- s.t.result()
+	case c == nil && w.tombs[in.conv] != nil:
+		in.extra.wait <- w.tombs[in.conv].result()
 	case c == nil:
 		in.extra.wait <- waitResult{err: noConversation(in.conv)}
 	case c.h.Done():
@@ -351,11 +347,10 @@ func (w *worker) wait(in *input) {
 }
 
 func (w *worker) status(in *input) {
-	s := w.convs[in.conv]
-	c := s.c
+	c := w.convs[in.conv]
 	if c == nil {
-		if s.t != nil {
-			in.extra.status <- statusResult{status: s.t.status()}
+		if t := w.tombs[in.conv]; t != nil {
+			in.extra.status <- statusResult{status: t.status()}
 			return
 		}
 		in.extra.status <- statusResult{err: noConversation(in.conv)}
