@@ -88,10 +88,10 @@ type worker struct {
 	wake         chan struct{}
 	exited       chan struct{}
 
-	// convs holds the worker's conversations by id: live ones and those
-	// ended and kept whole (c), and the tombstones of the others (t).
-	// oldest to newest, linked by next, are every ended conversation
-	// within its retention, in the order they ended.
+	// convs holds the worker's conversations by id, live ones and those
+	// ended and kept whole; tombs the tombstones of the others. oldest to
+	// newest, linked by next, are every ended conversation within its
+	// retention, in the order they ended.
 	convs          map[string]*conversation
 	tombs          map[string]*tombstone
 	oldest, newest *tombstone
