@@ -2,7 +2,6 @@ package engine_test
 
 import (
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 
@@ -22,36 +21,13 @@ func TestHotPathAllocations(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates")
 	}
-	steps := func(src string, content map[string]any) func() {
-		prog := mustCompile(t, src, "B")
-		h, err := prog.NewHandler("c1", "b")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var q engine.Queue
-		if err := h.Start(time.Time{}, &q); err != nil {
-			t.Fatal(err)
-		}
-		events := [2]*engine.MessageEvent{
-			{Message: &forms.Message{Performative: "request", Sender: "a", Receivers: []string{"b"}, ConversationID: "c1", Content: content}},
-			{Message: &forms.Message{Performative: "inform", Sender: "a", Receivers: []string{"b"}, ConversationID: "c1", Content: content}},
-		}
-		i := 0
-		return func() {
-			q.Reset()
-			if err := h.Process(events[i&1], &q); err != nil || q.Len() != 0 {
-				t.Fatalf("step %d: %v, %d events", i, err, q.Len())
-			}
-			i++
-		}
-	}
 	tests := []struct {
 		name string
 		run  func()
 		want float64
 	}{
-		{"a ping-pong step", steps(pingPong, nil), 0},
-		{"a guarded step", steps(guardedPingPong, map[string]any{"n": 1}), 0},
+		{"a ping-pong step", pingPongSteps(t, pingPong, nil), 0},
+		{"a guarded step", pingPongSteps(t, guardedPingPong, map[string]any{"n": 1}), 0},
 		{"a request conversation", requestWithReusedInputs(t), 2 + 2*2 + 3},
 	}
 	for _, tt := range tests {

@@ -45,29 +45,37 @@ func mustCompile(tb testing.TB, src, role string) *engine.Program {
 // BenchmarkMessageStep measures one received message moving the state:
 // classify, validate, transition, with no decision and no timer.
 func BenchmarkMessageStep(b *testing.B) {
-	prog := mustCompile(b, pingPong, "B")
+	step := pingPongSteps(b, pingPong, nil)
+	b.ReportAllocs()
+	for b.Loop() {
+		step()
+	}
+}
+
+// pingPongSteps returns a function that feeds a started handler of src,
+// playing B, A's ping and pong in turn, each carrying content, and fails
+// tb on an error or any output (a transition there outputs nothing).
+func pingPongSteps(tb testing.TB, src string, content map[string]any) func() {
+	prog := mustCompile(tb, src, "B")
 	h, err := prog.NewHandler("c1", "b")
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	var q engine.Queue
 	if err := h.Start(time.Time{}, &q); err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	ping := &engine.MessageEvent{Message: &forms.Message{Performative: "request", Sender: "a", Receivers: []string{"b"}, ConversationID: "c1"}}
-	pong := &engine.MessageEvent{Message: &forms.Message{Performative: "inform", Sender: "a", Receivers: []string{"b"}, ConversationID: "c1"}}
-	events := [2]*engine.MessageEvent{ping, pong}
-	b.ReportAllocs()
+	events := [2]*engine.MessageEvent{
+		{Message: &forms.Message{Performative: "request", Sender: "a", Receivers: []string{"b"}, ConversationID: "c1", Content: content}},
+		{Message: &forms.Message{Performative: "inform", Sender: "a", Receivers: []string{"b"}, ConversationID: "c1", Content: content}},
+	}
 	i := 0
-	for b.Loop() {
+	return func() {
 		q.Reset()
-		if err := h.Process(events[i&1], &q); err != nil {
-			b.Fatal(err)
+		if err := h.Process(events[i&1], &q); err != nil || q.Len() != 0 {
+			tb.Fatalf("step %d: %v, %d output events", i, err, q.Len())
 		}
 		i++
-	}
-	if q.Len() != 0 {
-		b.Fatalf("unexpected output: %d events", q.Len())
 	}
 }
 
@@ -92,30 +100,10 @@ states:
 // BenchmarkGuardedStep is BenchmarkMessageStep with content: its limits
 // checked, its field n validated as an int and read by the guard.
 func BenchmarkGuardedStep(b *testing.B) {
-	prog := mustCompile(b, guardedPingPong, "B")
-	h, err := prog.NewHandler("c1", "b")
-	if err != nil {
-		b.Fatal(err)
-	}
-	var q engine.Queue
-	if err := h.Start(time.Time{}, &q); err != nil {
-		b.Fatal(err)
-	}
-	content := map[string]any{"n": 1}
-	ping := &engine.MessageEvent{Message: &forms.Message{Performative: "request", Sender: "a", Receivers: []string{"b"}, ConversationID: "c1", Content: content}}
-	pong := &engine.MessageEvent{Message: &forms.Message{Performative: "inform", Sender: "a", Receivers: []string{"b"}, ConversationID: "c1", Content: content}}
-	events := [2]*engine.MessageEvent{ping, pong}
+	step := pingPongSteps(b, guardedPingPong, map[string]any{"n": 1})
 	b.ReportAllocs()
-	i := 0
 	for b.Loop() {
-		q.Reset()
-		if err := h.Process(events[i&1], &q); err != nil {
-			b.Fatal(err)
-		}
-		i++
-	}
-	if q.Len() != 0 {
-		b.Fatalf("unexpected output: %d events", q.Len())
+		step()
 	}
 }
 
