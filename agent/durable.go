@@ -348,9 +348,11 @@ func (w *worker) acked(id, receiver string) {
 	if i < 0 {
 		return
 	}
-	e.Pending = slices.Delete(e.Pending, i, i+1)
-	if len(e.Pending) > 0 {
-		d.batch.Update = append(d.batch.Update, OutboxEntry{Seq: e.Seq, Conversation: e.Conversation, Message: e.Message, Pending: slices.Clone(e.Pending)})
+	if len(e.Pending) > 1 {
+		// a new list: the committed entries share the old one, and a
+		// store may keep them
+		e.Pending = slices.Delete(slices.Clone(e.Pending), i, i+1)
+		d.batch.Update = append(d.batch.Update, OutboxEntry{Seq: e.Seq, Conversation: e.Conversation, Message: e.Message, Pending: e.Pending})
 		return
 	}
 	delete(d.outbox, seq)
