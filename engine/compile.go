@@ -149,8 +149,9 @@ func (c *Compiled) Program(role string) (*Program, error) {
 	}
 	proj := c.projections[role]
 	if proj == nil {
-		// A role that sends and receives nothing was not projected by the
-		// checks; its projection has nothing to tell apart.
+		// A role that sends and receives nothing, or sees every step, was
+		// not projected by the checks; its projection has nothing to tell
+		// apart.
 		var ds policy.Diagnostics
 		if proj, ds = policy.Project(c.p, role); ds.HasErrors() {
 			return nil, ds.Err()

@@ -8,7 +8,10 @@ func (p *Policy) LoadDiagnostics() Diagnostics { return p.loaded }
 
 // Analysis is what Analyze found: the diagnostics of loading and of every
 // static check, and the projection onto each role that sends or receives
-// a message, made once by the projection check.
+// a message, made once by the projection check, but for a role that sees
+// every step (as the roles of a two-party policy do): the check need
+// not project onto it, and Project makes its projection, a copy of the
+// policy's graph, when a compiler needs it.
 type Analysis struct {
 	Diagnostics Diagnostics
 	Projections map[string]*Projection

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/parleyhq/parley/policies"
 	"github.com/parleyhq/parley/policy"
 )
 
@@ -307,4 +308,40 @@ func loadFile(t *testing.T, path string) *policy.Policy {
 	p, ds := policy.Load(filepath.Base(path), src)
 	require.Empty(t, ds)
 	return p
+}
+
+// TestRolesThatSeeEveryStepAreNotProjectedByTheChecks checks, for every
+// shipped policy, that the projection check leaves out only talking
+// roles whose projection reports nothing and has a local state for each
+// global state it reaches (so that Project, which a compiler calls for them, gives
+// what the check would have kept), and that it leaves out some.
+func TestRolesThatSeeEveryStepAreNotProjectedByTheChecks(t *testing.T) {
+	left := 0
+	for _, name := range policies.Names() {
+		p, err := policies.Load(name)
+		require.NoError(t, err, name)
+		a := policy.Analyze(p, policy.WithPolicies(policies.Resolve))
+		require.False(t, a.Diagnostics.HasErrors(), "%s: %v", name, a.Diagnostics)
+		talks := map[string]bool{}
+		for _, s := range p.States {
+			for _, tr := range s.Transitions {
+				if tr.Kind == policy.SendMessage {
+					talks[tr.From.Name], talks[tr.To.Name] = true, true
+				}
+			}
+		}
+		for _, r := range p.Roles {
+			if _, ok := a.Projections[r.Name]; ok || !talks[r.Name] {
+				continue
+			}
+			proj, ds := policy.Project(p, r.Name)
+			assert.Empty(t, ds, "%s onto %s", name, r.Name)
+			for _, ls := range proj.States {
+				if assert.Len(t, ls.Global, 1, "%s onto %s: %s", name, r.Name, ls.Name) {
+					left++
+				}
+			}
+		}
+	}
+	assert.Positive(t, left)
 }

@@ -111,14 +111,36 @@ func checkProjection(c *checker) {
 	}
 	for _, r := range c.p.Roles {
 		// A role that sends and receives nothing is reported unused;
-		// projected, it would only see timers fire.
-		if talks[r.Name] {
+		// projected, it would only see timers fire. A role that sees every
+		// step cannot confuse two states: each of its local states is one
+		// global state, and its projection the policy's graph, which
+		// Project makes when a compiler needs it.
+		if talks[r.Name] && !c.seesAll(r.Name) {
 			if c.projections == nil {
 				c.projections = map[string]*Projection{}
 			}
 			c.projections[r.Name] = c.project(r.Name)
 		}
 	}
+}
+
+// seesAll reports whether role sees every step of the policy that leads
+// somewhere, and no terminal state has a step: then projecting onto it
+// reports nothing (no local state stands for two global states, so there
+// is nothing it cannot tell apart, and it has at most as many local
+// states as the policy has states, within the limit).
+func (c *checker) seesAll(role string) bool {
+	for i, s := range c.p.States {
+		if s.Kind == KindTerminal && len(s.Transitions) > 0 {
+			return false
+		}
+		for j, t := range s.Transitions {
+			if _, _, ok := c.visible(s, t, role); !ok && c.next[i][j] >= 0 {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 type projector struct {
