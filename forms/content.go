@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"slices"
 	"strconv"
 	"time"
 )
@@ -129,9 +128,11 @@ type Fields struct {
 // name once.
 func FieldsOf(forms ...*Form) Fields {
 	var fs Fields
+	seen := map[string]bool{}
 	for _, f := range forms {
 		for _, fd := range f.Type.Fields {
-			if !slices.Contains(fs.names, fd.Name) {
+			if !seen[fd.Name] {
+				seen[fd.Name] = true
 				fs.names = append(fs.names, fd.Name)
 			}
 		}
@@ -146,7 +147,9 @@ func (fs *Fields) Len() int { return len(fs.names) }
 // same error. When every field of content is one of fs, it finds that
 // out by looking up fs's names and checks the fields it finds, without
 // iterating over content; otherwise it checks content as CheckContent
-// does.
+// does. It looks up no more than fs.Len() names, only when content holds
+// no more fields than that, and walks what the fields hold within l, as
+// CheckContent does.
 func (fs *Fields) CheckContent(content map[string]any, l Limits) error {
 	if len(content) == 0 {
 		return nil
