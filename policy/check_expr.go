@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,14 +22,17 @@ func checkExpressions(c *checker) {
 	p := c.p
 	c.varsRead = map[string]bool{}
 	varsType := fieldsStruct(p.Vars)
-	contentEnv := map[string]map[string]any{}
+	// The environments by message type name (the first type of a name
+	// stands for it) and whether vars are readable.
+	type envKey struct {
+		msg      string
+		withVars bool
+	}
+	contentEnv := map[envKey]map[string]any{}
 	envFor := func(m *MessageType, withVars bool) map[string]any {
-		key := ""
+		key := envKey{withVars: withVars}
 		if m != nil {
-			key = m.Name
-		}
-		if withVars {
-			key += "\x00vars"
+			key.msg = m.Name
 		}
 		if env, ok := contentEnv[key]; ok {
 			return env
@@ -57,10 +61,10 @@ func checkExpressions(c *checker) {
 		EnvSessions: []map[string]any{},
 	}
 	for _, m := range p.Messages {
-		c.checkExpr(m.Match, "match rule", envFor(m, false), reflect.TypeFor[bool]())
+		c.checkExpr(m.Match, exprPlace{what: "match rule"}, envFor(m, false), reflect.TypeFor[bool]())
 	}
 	for _, s := range p.States {
-		c.checkExpr(s.Decide, "decide", decideEnv, nil)
+		c.checkExpr(s.Decide, exprPlace{what: "decide"}, decideEnv, nil)
 		for _, t := range s.Transitions {
 			var m *MessageType
 			if t.Kind == SendMessage {
@@ -69,13 +73,13 @@ func checkExpressions(c *checker) {
 				}
 			}
 			env := envFor(m, true)
-			c.checkExpr(t.Guard, "guard", env, reflect.TypeFor[bool]())
+			c.checkExpr(t.Guard, exprPlace{what: "guard"}, env, reflect.TypeFor[bool]())
 			for _, a := range t.Set {
 				var want reflect.Type
 				if v := c.vars[a.Var.Name]; v != nil && v.Type != "" {
 					want = v.Type.GoType(false)
 				}
-				c.checkExpr(a.Expr, fmt.Sprintf("value of %q", a.Var.Name), env, want)
+				c.checkExpr(a.Expr, exprPlace{setVar: a.Var.Name}, env, want)
 			}
 		}
 	}
@@ -121,9 +125,10 @@ func (c *checker) compileExpr(e *Expr, env map[string]any) *exprResult {
 		if c.opts.parsed != nil {
 			c.opts.parsed(e, tree)
 		}
-		reads := varReads{}
-		ast.Walk(&tree, reads)
-		r.reads = sortedKeys(reads)
+		var reads varReads
+		ast.Walk(&tree, &reads)
+		slices.Sort(reads)
+		r.reads = slices.Compact(reads)
 		// A tree of the simple shapes is typed here, without expr's
 		// checker and compiler: it compiles, to a program of this type.
 		t, ok := ExprTypeOf(tree, env)
@@ -144,25 +149,37 @@ func (c *checker) compileExpr(e *Expr, env map[string]any) *exprResult {
 	return r
 }
 
+// exprPlace names where an expression sits, for its diagnostics: what
+// ("match rule", "guard", "decide"), or the variable an assignment sets.
+// The name is made only for a diagnostic.
+type exprPlace struct{ what, setVar string }
+
+func (p exprPlace) String() string {
+	if p.what == "" {
+		return fmt.Sprintf("value of %q", p.setVar)
+	}
+	return p.what
+}
+
 // checkExpr checks one expression; want, when not nil, is the type its
 // result must have (interface results pass: they are checked at run time).
-func (c *checker) checkExpr(e *Expr, what string, env map[string]any, want reflect.Type) {
+func (c *checker) checkExpr(e *Expr, place exprPlace, env map[string]any, want reflect.Type) {
 	if e == nil {
 		return
 	}
 	r := c.compileExpr(e, env)
 	switch {
 	case r.syntaxErr != nil:
-		c.exprError(CodeExprSyntax, e, what, r.syntaxErr, env)
+		c.exprError(CodeExprSyntax, e, place.String(), r.syntaxErr, env)
 		return
 	case r.limitErr != nil:
-		c.d.errorf(CodeLimit, e.Pos, "%s has more than %d syntax nodes (policy.MaxExprNodes); split it into several, or simplify it", what, MaxExprNodes)
+		c.d.errorf(CodeLimit, e.Pos, "%s has more than %d syntax nodes (policy.MaxExprNodes); split it into several, or simplify it", place, MaxExprNodes)
 		return
 	case r.typeErr != nil:
 		for _, v := range r.reads {
 			c.varsRead[v] = true
 		}
-		c.exprError(CodeExprType, e, what, r.typeErr, env)
+		c.exprError(CodeExprType, e, place.String(), r.typeErr, env)
 		return
 	}
 	for _, v := range r.reads {
@@ -171,7 +188,7 @@ func (c *checker) checkExpr(e *Expr, what string, env map[string]any, want refle
 	if want == nil || r.got == nil || r.got.Kind() == reflect.Interface || assignable(r.got, want) {
 		return
 	}
-	c.d.errorf(CodeExprType, e.Pos, "%s is %s, but must be %s", what, article(typeName(r.got)), article(typeName(want)))
+	c.d.errorf(CodeExprType, e.Pos, "%s is %s, but must be %s", place, article(typeName(r.got)), article(typeName(want)))
 }
 
 // article prefixes a type name with "a" or "an".
@@ -352,17 +369,18 @@ func isIdent(b byte) bool {
 	return b == '_' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9'
 }
 
-// varReads is an ast.Visitor recording vars.NAME accesses.
-type varReads map[string]bool
+// varReads is an ast.Visitor recording vars.NAME accesses (a name as
+// often as it is read).
+type varReads []string
 
-func (v varReads) Visit(node *ast.Node) {
+func (v *varReads) Visit(node *ast.Node) {
 	m, ok := (*node).(*ast.MemberNode)
 	if !ok {
 		return
 	}
 	if id, ok := m.Node.(*ast.IdentifierNode); ok && id.Value == EnvVars {
 		if s, ok := m.Property.(*ast.StringNode); ok {
-			v[s.Value] = true
+			*v = append(*v, s.Value)
 		}
 	}
 }
