@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -80,10 +81,13 @@ type worker struct {
 	m  *Manager
 	mu sync.Mutex
 	// queue holds the inputs not yet processed; limited counts those
-	// subject to Limits.MaxQueue (messages and starts).
+	// subject to Limits.MaxQueue (messages and starts). parked says the
+	// worker's goroutine waits for wake, which the next push signals
+	// (once): a push to a worker at work signals nothing.
 	queue, spare []input
-	limited      int
+	limited      atomic.Int64
 	busy         bool
+	parked       bool
 	stopped      bool
 	wake         chan struct{}
 	exited       chan struct{}
@@ -130,19 +134,15 @@ func (w *worker) push(in input, limited bool) error {
 	case w.stopped:
 		w.mu.Unlock()
 		return ErrClosed
-	case limited && w.limited >= w.m.o.limits.MaxQueue:
+	case limited && w.limited.Load() >= int64(w.m.o.limits.MaxQueue):
 		w.mu.Unlock()
 		return ErrBusy
 	}
 	if limited {
-		w.limited++
+		w.limited.Add(1) // under w.mu: pushes check and count one at a time
 	}
 	w.queue = append(w.queue, in)
-	w.mu.Unlock()
-	select {
-	case w.wake <- struct{}{}:
-	default:
-	}
+	w.unpark()
 	return nil
 }
 
@@ -150,10 +150,17 @@ func (w *worker) push(in input, limited bool) error {
 func (w *worker) stop() {
 	w.mu.Lock()
 	w.queue = append(w.queue, input{kind: inStop})
+	w.unpark()
+}
+
+// unpark wakes the worker's goroutine if it waits, and unlocks w.mu,
+// which the caller holds.
+func (w *worker) unpark() {
+	signal := w.parked
+	w.parked = false
 	w.mu.Unlock()
-	select {
-	case w.wake <- struct{}{}:
-	default:
+	if signal {
+		w.wake <- struct{}{} // room for it: one signal for each wait
 	}
 }
 
@@ -163,53 +170,62 @@ func (w *worker) idle() bool {
 	return len(w.queue) == 0 && !w.busy
 }
 
+// run processes the queue, a batch at a time. Finding it empty, the
+// worker first lets the other goroutines run once (a decision, a peer's
+// worker or a caller often has its next input ready), and waits for
+// wake only if the queue is still empty then.
 func (w *worker) run() {
 	defer w.m.wg.Done()
 	defer close(w.exited)
+	yielded := false
+	w.mu.Lock()
 	for {
-		<-w.wake
-		for {
-			w.mu.Lock()
-			batch := w.queue
-			if len(batch) == 0 {
-				// The queue stays, to be filled again: a batch
-				// taken only to find it empty would be dropped.
-				w.busy = false
-				w.mu.Unlock()
-				break
-			}
-			w.queue, w.spare = w.spare[:0], nil
-			w.busy = true
-			w.mu.Unlock()
-			for i := range batch {
-				in := &batch[i]
-				if in.kind == inStop {
-					w.flush()
-					w.drain()
-					w.halt(batch[i+1:])
-					return
-				}
-				if in.kind == inMessage || in.kind == inStart {
-					w.mu.Lock()
-					w.limited--
-					w.mu.Unlock()
-				}
-				w.handle(in)
-				if len(w.retired) > 0 {
-					w.recycle()
-				}
-				if in.kind != inCommitted { // the committer's, not the manager's, input
-					w.processed.Add(1)
-				}
-				batch[i] = input{}
-			}
-			w.flush()
-			w.mu.Lock()
-			if w.spare == nil {
-				w.spare = batch[:0]
-			}
+		batch := w.queue
+		if len(batch) == 0 {
+			// The queue stays, to be filled again: a batch taken only
+			// to find it empty would be dropped.
 			w.busy = false
+			if yielded {
+				w.parked = true
+			}
 			w.mu.Unlock()
+			if yielded {
+				<-w.wake
+			} else {
+				runtime.Gosched()
+			}
+			yielded = !yielded
+			w.mu.Lock()
+			continue
+		}
+		yielded = false
+		w.queue, w.spare = w.spare[:0], nil
+		w.busy = true
+		w.mu.Unlock()
+		for i := range batch {
+			in := &batch[i]
+			if in.kind == inStop {
+				w.flush()
+				w.drain()
+				w.halt(batch[i+1:])
+				return
+			}
+			if in.kind == inMessage || in.kind == inStart {
+				w.limited.Add(-1)
+			}
+			w.handle(in)
+			if len(w.retired) > 0 {
+				w.recycle()
+			}
+			if in.kind != inCommitted { // the committer's, not the manager's, input
+				w.processed.Add(1)
+			}
+			batch[i] = input{}
+		}
+		w.flush()
+		w.mu.Lock()
+		if w.spare == nil {
+			w.spare = batch[:0]
 		}
 	}
 }

@@ -1,0 +1,119 @@
+package agent
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// funcTask runs f, then closes done.
+type funcTask struct {
+	f    func()
+	done chan struct{}
+}
+
+func (t *funcTask) run() {
+	if t.f != nil {
+		t.f()
+	}
+	close(t.done)
+}
+
+func newFuncTask(f func()) *funcTask { return &funcTask{f: f, done: make(chan struct{})} }
+
+// ran waits a while for t to have run.
+func ran(t *funcTask) bool {
+	select {
+	case <-t.done:
+		return true
+	case <-time.After(10 * time.Second):
+		return false
+	}
+}
+
+// TestAPooledDecisionNeverWaitsForABlockedOne: whichever goroutine of the
+// pool a task goes to (free between two tasks, idle, or new), a task
+// blocked in decision logic holds up no other, however the tasks come.
+func TestAPooledDecisionNeverWaitsForABlockedOne(t *testing.T) {
+	tests := []struct {
+		name string
+		// blocks says whether task i blocks until the end of the test.
+		blocks func(i int) bool
+		// burst submits every task before looking at any; otherwise each
+		// is submitted once the one before ran (or blocked), as a worker
+		// asks for the next decision once the last is answered.
+		burst bool
+	}{
+		{"every other blocks, one after the other", func(i int) bool { return i%2 == 1 }, false},
+		{"every third blocks, one after the other", func(i int) bool { return i%3 == 0 }, false},
+		{"none blocks, one after the other", func(int) bool { return false }, false},
+		{"every other blocks, in a burst", func(i int) bool { return i%2 == 1 }, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			const n = 200
+			p := newPool()
+			release := make(chan struct{})
+			defer p.close()
+			defer close(release)
+			tasks := make([]*funcTask, n)
+			for i := range tasks {
+				var f func()
+				if tt.blocks(i) {
+					f = func() { <-release }
+				}
+				tasks[i] = newFuncTask(f)
+				if !tt.burst {
+					p.run(tasks[i])
+					if !tt.blocks(i) {
+						require.True(t, ran(tasks[i]), "task %d waited", i)
+					}
+				}
+			}
+			if !tt.burst {
+				return
+			}
+			for _, task := range tasks {
+				p.run(task)
+			}
+			for i, task := range tasks {
+				if !tt.blocks(i) {
+					require.True(t, ran(task), "task %d waited", i)
+				}
+			}
+		})
+	}
+}
+
+// TestAPoolRunsTasksAfterClose: a decision handed to the pool of a
+// manager closing still runs, on a goroutine of its own, and the idle
+// goroutines stop.
+func TestAPoolRunsTasksAfterClose(t *testing.T) {
+	p := newPool()
+	first := newFuncTask(nil)
+	p.run(first)
+	require.True(t, ran(first))
+	require.Eventually(t, func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return len(p.idle) == 1
+	}, 10*time.Second, time.Millisecond, "the goroutine waits for work")
+	p.close()
+	var wg sync.WaitGroup
+	for range 3 {
+		task := newFuncTask(nil)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p.run(task)
+			assert.True(t, ran(task))
+		}()
+	}
+	wg.Wait()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	assert.Empty(t, p.idle, "no goroutine waits for work once closed")
+}
