@@ -30,6 +30,12 @@ type MessageEvent struct {
 // when a session enters a state where this role may send, or when a join
 // releases); Ticket identifies it. As input it carries the decision
 // logic's Answer for Ticket, made at At.
+//
+// An output's Request.Content and Request.Vars (and those of its
+// Sessions) are the handler's: read them, do not change them. Vars set
+// only by literal assignments are shared by every conversation of the
+// program that set the same; decision logic that changes what it gets
+// must be handed a copy.
 type DecisionEvent struct {
 	At      time.Time
 	Ticket  uint64

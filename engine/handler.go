@@ -129,10 +129,14 @@ type session struct {
 	lastSender string
 	content    map[string]any
 	// reply-with of the last two messages sent to this peer.
-	sent     [2]string
-	vars     map[string]any
-	srcTimes []int64 // the latest value of each deadline source (Unix nanoseconds)
-	src      [1]int64
+	sent [2]string
+	// vars holds the variables set, nil for none. While varsShared it is
+	// a transition's litVars, shared with other sessions and never
+	// written: the next assignment that changes it writes a copy.
+	vars       map[string]any
+	varsShared bool
+	srcTimes   []int64 // the latest value of each deadline source (Unix nanoseconds)
+	src        [1]int64
 	// commits holds the state of each commitment of the program, nil
 	// until one is created; it points into cm when one is enough.
 	commits []commitInst

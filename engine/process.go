@@ -2,6 +2,8 @@ package engine
 
 import (
 	"fmt"
+	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -510,11 +512,42 @@ func (h *Handler) assign(i int, t *transProg, m *forms.Message, at time.Time, ou
 		return false
 	}
 	s := &h.sessions[i]
-	if s.vars == nil {
+	switch {
+	case s.vars == nil && t.litVars != nil:
+		// The same variables for every session that had none: share them.
+		s.vars, s.varsShared = t.litVars, true
+		return true
+	case s.varsShared && t.litVars != nil && holdsLiterals(s.vars, t.sets):
+		return true
+	case s.varsShared:
+		vars := make(map[string]any, len(h.prog.vars))
+		maps.Copy(vars, s.vars)
+		s.vars, s.varsShared = vars, false
+	case s.vars == nil:
 		s.vars = make(map[string]any, len(h.prog.vars))
 	}
 	for k, set := range t.sets {
 		s.vars[set.name] = vals[k]
+	}
+	return true
+}
+
+// holdsLiterals says whether vars already holds the value of each of
+// sets, all literals: the same value of the same type (a float's sign
+// included, which a snapshot keeps).
+func holdsLiterals(vars map[string]any, sets []setProg) bool {
+	for _, set := range sets {
+		v, ok := vars[set.name]
+		if !ok {
+			return false
+		}
+		if f, isFloat := set.lit.(float64); isFloat {
+			if g, ok := v.(float64); !ok || math.Float64bits(f) != math.Float64bits(g) {
+				return false
+			}
+		} else if v != set.lit { // a literal is comparable: no panic
+			return false
+		}
 	}
 	return true
 }

@@ -87,6 +87,10 @@ type transProg struct {
 	// setsReadMsg says whether an expression of sets may read the
 	// message's envelope, which is then built to evaluate them.
 	setsReadMsg bool
+	// litVars, when every assignment of sets is a literal, holds the
+	// variables after them in a session that had none set: every such
+	// session shares it until it writes a variable again (read-only).
+	litVars map[string]any
 }
 
 type setProg struct {
@@ -311,6 +315,7 @@ func build(p *policy.Policy, role string, proj *policy.Projection, o *compileOpt
 				tp.sets = append(tp.sets, set)
 				tp.setsReadMsg = tp.setsReadMsg || exprs[a.Expr].ReadsMsg()
 			}
+			tp.litVars = literalVars(tp.sets)
 			switch lt.Action {
 			case policy.ActionSend, policy.ActionReceive:
 				tp.key = t.MessageKey()
@@ -481,4 +486,20 @@ func (pr *Program) RespondsFirst() bool {
 func (pr *Program) Receives(state string) bool {
 	st, ok := pr.stateIndex[state]
 	return ok && len(pr.states[st].recvs) > 0
+}
+
+// literalVars returns the variables sets leaves in a session that had
+// none set, when every one of sets is a literal; nil otherwise.
+func literalVars(sets []setProg) map[string]any {
+	if len(sets) == 0 {
+		return nil
+	}
+	m := make(map[string]any, len(sets))
+	for _, set := range sets {
+		if !set.isLit {
+			return nil
+		}
+		m[set.name] = set.lit
+	}
+	return m
 }
