@@ -88,7 +88,9 @@ func (w *worker) remove(id string) {
 // start creates a conversation and starts its handler.
 func (w *worker) start(id string, req *startReq, now time.Time) error {
 	m := w.m
-	if w.convs[id] != nil || w.tombs[id] != nil {
+	// A fresh id (128 random bits) is no ended conversation's: only a
+	// caller's id is looked up among the tombstones, a large map.
+	if w.convs[id] != nil || !req.fresh && w.tombs[id] != nil {
 		return fmt.Errorf("%w: %s", ErrConversationExists, policy.Quote(id))
 	}
 	if !m.reserve() {
@@ -445,17 +447,16 @@ func (w *worker) decide(c *conversation, d *pendingDecision, now time.Time) {
 			return
 		}
 	}
-	bound := m.reg.Load().bound[prog.Policy().Name]
 	if m.o.decider == nil && m.o.async == nil {
 		a, err := decision.Answer{}, decision.ErrNoDecision
-		if bound != nil {
+		if bound := m.reg.Load().bound[prog.Policy().Name]; bound != nil {
 			r := *req // a copy, so that the worker's decisions stay off the heap
 			a, err = bound.Decide(context.Background(), &r)
 		}
 		w.decidedNow(c, d.ticket, req.Point, a, err, now)
 		return
 	}
-	w.startDecision(c, d.ticket, req, bound, now)
+	w.startDecision(c, d.ticket, req, now)
 }
 
 // runDecision runs the decider, the policy's decide expressions and the
@@ -491,8 +492,24 @@ func (w *worker) decided(c *conversation, ticket uint64, j *decisionJob, now tim
 		w.abort(c, j.err.Error(), now)
 	case errors.Is(j.err, errAsync):
 	default:
-		w.decidedNow(c, ticket, j.point, j.answer, j.err, now)
+		point := ""
+		if j.err != nil { // only a failure is reported with its point
+			point = pointOf(c.h, ticket)
+		}
+		w.decidedNow(c, ticket, point, j.answer, j.err, now)
 	}
+}
+
+// pointOf returns the decision point of the decision h still awaits with
+// ticket, or "" when it awaits none: the point of a request is not kept
+// with its job, as decision logic may change the job's copy.
+func pointOf(h *engine.Handler, ticket uint64) string {
+	for _, d := range h.Open() {
+		if d.Ticket == ticket {
+			return d.Request.Point
+		}
+	}
+	return ""
 }
 
 // decidedNow applies a decision's answer, or reports why there is none.

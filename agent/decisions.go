@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -13,39 +14,59 @@ import (
 
 // decisionJob is one decision that decision logic takes off the worker,
 // with everything it needs in one allocation: its own copy of the
-// request, its context, and the result it brings back to the worker
-// (an inDecided input points to it). Its timeout is a timer of the
-// worker's (timeout), so that a decision costs no clock timer of its
-// own.
+// request (and room for its choices, see newDecisionJob), its context,
+// and the result it brings back to the worker (an inDecided input points
+// to it). Its timeout is a timer of the worker's (timeout), so that a
+// decision costs no clock timer of its own.
 type decisionJob struct {
 	w      *worker
 	conv   string
 	ticket uint64
-	bound  decision.Decider
 	req    decision.Request
-	// choices holds the copy of the request's choices when they fit (a
-	// FIPA Request participant's first point offers six; more go to the
-	// heap); seven keep the job within a 480-byte size class.
-	choices [7]string
-	ctx     decisionCtx
+	ctx    decisionCtx
+	// abort says decision logic panicked; answer and err are what it
+	// returned.
+	abort   bool
 	timeout *timer
-	// point is the request's, which decision logic may change in its
-	// copy; answer and err are what decision logic returned, abort that
-	// it panicked.
-	point  string
-	answer decision.Answer
-	err    error
-	abort  bool
+	answer  decision.Answer
+	err     error
 }
+
+// A decision job is allocated with room for the copy of its request's
+// choices when they fit: most points offer one to three (two keep the job
+// within a 352-byte size class), a FIPA Request participant's first
+// offers six.
+type (
+	jobFew struct {
+		j       decisionJob
+		choices [2]string
+	}
+	jobMany struct {
+		j       decisionJob
+		choices [6]string
+	}
+)
 
 // newDecisionJob copies req for decision logic: vars, choices and
 // sessions are copied, so that decision logic may keep or change them;
 // content is shared, and read-only.
-func newDecisionJob(w *worker, c *conversation, ticket uint64, req *decision.Request, bound decision.Decider, deadline time.Time) *decisionJob {
-	j := &decisionJob{w: w, conv: c.id, ticket: ticket, bound: bound, req: *req}
+func newDecisionJob(w *worker, c *conversation, ticket uint64, req *decision.Request, deadline time.Time) *decisionJob {
+	var j *decisionJob
+	var room []string
+	switch n := len(req.Choices); {
+	case n <= len(jobFew{}.choices):
+		x := new(jobFew)
+		j, room = &x.j, x.choices[:0:len(x.choices)]
+	case n <= len(jobMany{}.choices):
+		x := new(jobMany)
+		j, room = &x.j, x.choices[:0:len(x.choices)]
+	default:
+		j = new(decisionJob)
+	}
+	j.w, j.conv, j.ticket, j.req = w, c.id, ticket, *req
 	j.ctx.deadline = deadline
 	j.req.Vars = maps.Clone(req.Vars)
-	j.req.Choices = append(j.choices[:0:len(j.choices)], req.Choices...)
+	j.req.Choices = append(room, req.Choices...)
 	if req.Sessions != nil {
 		j.req.Sessions = make([]decision.Session, len(req.Sessions))
 		for i, s := range req.Sessions {
@@ -54,16 +75,17 @@ func newDecisionJob(w *worker, c *conversation, ticket uint64, req *decision.Req
 			j.req.Sessions[i] = s
 		}
 	}
-	j.point = req.Point
 	return j
 }
 
 // run runs decision logic on a goroutine of the pool and hands the
-// result to the worker.
+// result to the worker. The policy's decide expressions are looked up
+// here, by the policy the request names before decision logic sees it.
 func (j *decisionJob) run() {
 	m := j.w.m
 	defer m.inflight.Add(-1)
-	j.answer, j.err, j.abort = m.runDecision(&j.ctx, j.conv, j.ticket, &j.req, j.bound)
+	bound := m.reg.Load().bound[j.req.Policy]
+	j.answer, j.err, j.abort = m.runDecision(&j.ctx, j.conv, j.ticket, &j.req, bound)
 	j.ctx.cancel(context.Canceled)
 	_ = j.w.push(input{kind: inDecided, conv: j.conv, ticket: j.ticket, job: j}, false) // fails only once closed
 }
@@ -72,12 +94,12 @@ func (j *decisionJob) run() {
 // decision times out (context.DeadlineExceeded), when the answer no
 // longer matters or decision logic returns (context.Canceled); it needs
 // no timer or goroutine of its own, and makes its Done channel only when
-// asked for it.
+// asked for it. ended says it ended, timedOut that its deadline passed.
 type decisionCtx struct {
-	deadline time.Time
-	mu       sync.Mutex
-	done     chan struct{}
-	err      error
+	deadline        time.Time
+	mu              sync.Mutex
+	ended, timedOut bool
+	done            chan struct{}
 }
 
 var _ context.Context = (*decisionCtx)(nil)
@@ -96,7 +118,7 @@ func (c *decisionCtx) Done() <-chan struct{} {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.done == nil {
-		if c.err != nil {
+		if c.ended {
 			return closedChan
 		}
 		c.done = make(chan struct{})
@@ -107,19 +129,26 @@ func (c *decisionCtx) Done() <-chan struct{} {
 func (c *decisionCtx) Err() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.err
+	switch {
+	case !c.ended:
+		return nil
+	case c.timedOut:
+		return context.DeadlineExceeded
+	}
+	return context.Canceled
 }
 
 func (c *decisionCtx) Value(any) any { return nil }
 
-// cancel ends the context with err, once.
+// cancel ends the context, once: with context.DeadlineExceeded when err
+// is that, else with context.Canceled.
 func (c *decisionCtx) cancel(err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.err != nil {
+	if c.ended {
 		return
 	}
-	c.err = err
+	c.ended, c.timedOut = true, errors.Is(err, context.DeadlineExceeded)
 	if c.done != nil {
 		close(c.done)
 	}
@@ -127,10 +156,10 @@ func (c *decisionCtx) cancel(err error) {
 
 // startDecision runs decision logic for the decision ticket of c off the
 // worker, bounded by Limits.DecisionTimeout.
-func (w *worker) startDecision(c *conversation, ticket uint64, req *decision.Request, bound decision.Decider, now time.Time) {
+func (w *worker) startDecision(c *conversation, ticket uint64, req *decision.Request, now time.Time) {
 	m := w.m
 	deadline := now.Add(m.o.limits.DecisionTimeout)
-	j := newDecisionJob(w, c, ticket, req, bound, deadline)
+	j := newDecisionJob(w, c, ticket, req, deadline)
 	j.timeout = w.timers.schedule(c, j, deadline, now)
 	if c.decisions == nil {
 		c.decisions = c.decisionBuf[:0]

@@ -287,27 +287,31 @@ func (m *Manager) Start(ctx context.Context, r StartRequest) (string, error) {
 	if err := forms.CheckContent(r.Data, m.o.limits.Content); err != nil {
 		return "", fmt.Errorf("agent: start %s: data: %w", r.Policy, err)
 	}
-	id := r.ID
-	if id == "" {
+	id, fresh := r.ID, r.ID == ""
+	if fresh {
 		id = newID(m.self)
 	}
 	sc := startCalls.Get().(*startCall)
-	sc.req = startReq{prog: prog, peers: r.Peers, data: r.Data, done: sc.done}
+	sc.req = startReq{prog: prog, peers: r.Peers, data: r.Data, fresh: fresh, done: sc.done}
 	sc.x = inputExtra{start: &sc.req}
 	if err := m.workerOf(id).push(input{kind: inStart, conv: id, extra: &sc.x}, true); err != nil {
 		sc.release()
 		return "", err
 	}
-	select {
-	case err := <-sc.done:
-		sc.release()
-		if err != nil {
-			return "", err
+	if done := ctx.Done(); done == nil {
+		err = <-sc.done
+	} else {
+		select {
+		case err = <-sc.done:
+		case <-done:
+			return id, ctx.Err() // sc stays with the worker, which may still answer
 		}
-		return id, nil
-	case <-ctx.Done():
-		return id, ctx.Err() // sc stays with the worker, which may still answer
 	}
+	sc.release()
+	if err != nil {
+		return "", err
+	}
+	return id, nil
 }
 
 // startCall is what one Start hands its worker, in one allocation that
@@ -437,13 +441,18 @@ func (m *Manager) Wait(ctx context.Context, conversation string) (string, error)
 		wc.release()
 		return "", err
 	}
-	select {
-	case r := <-wc.ch:
-		wc.release()
-		return r.outcome, r.err
-	case <-ctx.Done():
-		return "", ctx.Err() // wc stays with the worker, which may still answer
+	var r waitResult
+	if done := ctx.Done(); done == nil {
+		r = <-wc.ch
+	} else {
+		select {
+		case r = <-wc.ch:
+		case <-done:
+			return "", ctx.Err() // wc stays with the worker, which may still answer
+		}
 	}
+	wc.release()
+	return r.outcome, r.err
 }
 
 // Status describes one conversation the manager holds.

@@ -1,12 +1,15 @@
 package agent
 
 import (
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/parleyhq/parley/decision"
 )
 
 // funcTask runs f, then closes done.
@@ -116,4 +119,36 @@ func TestAPoolRunsTasksAfterClose(t *testing.T) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	assert.Empty(t, p.idle, "no goroutine waits for work once closed")
+}
+
+// TestADecisionJobCopiesEveryChoice: however many choices a request
+// offers (room in the job for two, or six, or none), the job's copy holds
+// them all and shares no array with the request.
+func TestADecisionJobCopiesEveryChoice(t *testing.T) {
+	all := []string{"a", "b", "c", "d", "e", "f", "g", "h", "i"}
+	tests := []struct {
+		name string
+		n    int
+	}{
+		{"none", 0},
+		{"one", 1},
+		{"two", 2},
+		{"three", 3},
+		{"six", 6},
+		{"seven", 7},
+		{"nine", 9},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := &decision.Request{Point: "p", Choices: slices.Clone(all[:tt.n]), Vars: map[string]any{"x": 1}}
+			j := newDecisionJob(&worker{}, &conversation{id: "c"}, 7, req, time.Time{})
+			assert.Equal(t, req.Choices, j.req.Choices)
+			if tt.n > 0 {
+				j.req.Choices[0] = "changed"
+				assert.Equal(t, "a", req.Choices[0], "the request's choices are not the job's")
+			}
+			j.req.Vars["x"] = 2
+			assert.Equal(t, 1, req.Vars["x"], "nor its vars")
+		})
+	}
 }

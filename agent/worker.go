@@ -62,6 +62,8 @@ type startReq struct {
 	prog  *engine.Program
 	peers map[string][]string
 	data  map[string]any
+	// fresh says the id was made by newID for this Start.
+	fresh bool
 	done  chan error
 }
 

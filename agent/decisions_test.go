@@ -1,0 +1,78 @@
+package agent_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/parleyhq/parley/agent"
+	"github.com/parleyhq/parley/decision"
+)
+
+// syncBuffer is a buffer a logger writes to from the workers.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// records returns the JSON records logged with message msg.
+func (b *syncBuffer) records(t *testing.T, msg string) []map[string]any {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []map[string]any
+	for _, line := range bytes.Split(bytes.TrimSpace(b.buf.Bytes()), []byte("\n")) {
+		var r map[string]any
+		require.NoError(t, json.Unmarshal(line, &r))
+		if r["msg"] == msg {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// TestADecisionThatFailsIsReportedWithItsPoint: a decision job does not
+// keep the point of its request (decision logic may change its copy), so
+// a decision that fails off the worker is reported with the point the
+// handler still awaits it at, not with what decision logic left in the
+// request.
+func TestADecisionThatFailsIsReportedWithItsPoint(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		msg  string
+	}{
+		{"nobody decides", decision.ErrNoDecision, "no decision logic decides this point"},
+		{"decision logic fails", errors.New("no budget"), "decision failed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t)
+			var logs syncBuffer
+			alice := w.agent("alice", decision.Func(func(_ context.Context, req *decision.Request) (decision.Answer, error) {
+				req.Point = "changed by the decider"
+				return decision.Answer{}, tt.err
+			}), agent.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
+			w.agent("bob", bobOfRequest())
+			ctx := context.Background()
+			_, err := alice.Start(ctx, agent.StartRequest{Policy: "fipa-request", Role: "Initiator", Peers: map[string][]string{"Participant": {"bob"}}})
+			require.NoError(t, err)
+			w.settle()
+			recs := logs.records(t, tt.msg)
+			require.Len(t, recs, 1)
+			assert.Equal(t, "start", recs[0]["point"])
+		})
+	}
+}
