@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"strconv"
 	"time"
+	"unsafe"
 
 	"github.com/parleyhq/parley/decision"
 	"github.com/parleyhq/parley/forms"
@@ -163,6 +165,12 @@ func (*CommitmentEvent) event()    {}
 // the messages it holds stay valid until Reset, which callers do before
 // each Process (or batch of them) to process without allocating. The zero
 // Queue is ready to use; a Queue is not safe for concurrent use.
+//
+// The reply-withs of the messages sent through a Queue (strings the
+// messages, the handlers and their peers keep) are cut from blocks of
+// 256 bytes it allocates as they fill, and outlive Reset: a block stays
+// in memory while any reply-with cut from it does, so one reply-with
+// keeps at most 256 bytes.
 type Queue struct {
 	events    []Event
 	msgs      pool[MessageEvent]
@@ -175,6 +183,35 @@ type Queue struct {
 	dones     pool[CPDoneEvent]
 	text      []byte // reused to build the reasons of protocol errors
 	reason    string // the last reason built in text
+	// replyWiths is the block reply-withs are cut from (see replyWith):
+	// bytes below its length are in strings handed out, and never
+	// written again.
+	replyWiths []byte
+}
+
+// replyWithBlock is the size of the blocks a Queue cuts reply-withs
+// from; a longer reply-with is allocated on its own.
+const replyWithBlock = 256
+
+// replyWith returns conv/self#n, the reply-with of the n-th message self
+// sends in conversation conv, cut from q's block: a string per message
+// without an allocation per message.
+func (q *Queue) replyWith(conv, self string, n uint64) string {
+	need := len(conv) + len(self) + len("/#") + 20 // 20 digits hold any uint64
+	if need > replyWithBlock {
+		return conv + "/" + self + "#" + strconv.FormatUint(n, 10)
+	}
+	if cap(q.replyWiths)-len(q.replyWiths) < need {
+		q.replyWiths = make([]byte, 0, replyWithBlock) // the old block stays with its strings
+	}
+	start := len(q.replyWiths)
+	b := append(q.replyWiths, conv...)
+	b = append(b, '/')
+	b = append(b, self...)
+	b = append(b, '#')
+	b = strconv.AppendUint(b, n, 10) // within the capacity: b shares the block
+	q.replyWiths = b
+	return unsafe.String(&b[start], len(b)-start)
 }
 
 // reasonOf returns b as a string: the last one it returned when b spells

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -648,7 +647,7 @@ func (h *Handler) finish(at time.Time, out *Queue) {
 
 // outboundReplyWith returns a fresh reply-with for a message this handler
 // sends: conversation/agent#n, unique among every agent's messages.
-func (h *Handler) outboundReplyWith() string {
+func (h *Handler) outboundReplyWith(out *Queue) string {
 	h.seq++
-	return h.conv + "/" + h.self + "#" + strconv.FormatUint(h.seq, 10)
+	return out.replyWith(h.conv, h.self, h.seq)
 }

@@ -684,7 +684,7 @@ func (h *Handler) take(i int, choice string, content map[string]any, replyBy tim
 		}
 	}
 	msg := out.bodies.next() // Fill overwrites all of it
-	rw := h.outboundReplyWith()
+	rw := h.outboundReplyWith(out)
 	inReplyTo := s.lastReplyWith
 	if pr.multiPeer && (len(receivers) != 1 || receivers[0] != s.lastSender) {
 		inReplyTo = "" // the last message received came from another peer
