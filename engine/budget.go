@@ -13,15 +13,15 @@ import (
 // (and keeps them in snapshots); timeouts and children's returns are
 // counted but never refused.
 func (h *Handler) overBudget(i int, t *transProg) string {
-	b := h.prog.policy.Budget
-	if b == nil {
+	pr := h.prog
+	if pr.budgetMessages == 0 && pr.budgetVisits == 0 {
 		return ""
 	}
 	s := &h.sessions[i]
-	if b.Messages > 0 && int(s.messages) >= b.Messages {
+	if pr.budgetMessages > 0 && int(s.messages) >= pr.budgetMessages {
 		return fmt.Sprintf("the conversation has exchanged as many messages as its budget allows (%d)", s.messages)
 	}
-	if b.Visits > 0 && t.next < len(s.visits) && int(s.visits[t.next]) >= b.Visits {
+	if pr.budgetVisits > 0 && t.next < len(s.visits) && int(s.visits[t.next]) >= pr.budgetVisits {
 		return fmt.Sprintf("state %s has been entered as many times as the budget allows (%d)", policy.Quote(h.prog.states[t.next].name), s.visits[t.next])
 	}
 	return ""
@@ -30,7 +30,7 @@ func (h *Handler) overBudget(i int, t *transProg) string {
 // countVisit counts session i's entry into state st, when the budget
 // bounds visits.
 func (h *Handler) countVisit(i, st int) {
-	if b := h.prog.policy.Budget; b == nil || b.Visits == 0 {
+	if h.prog.budgetVisits == 0 {
 		return
 	}
 	s := &h.sessions[i]
@@ -46,7 +46,7 @@ func (h *Handler) countVisit(i, st int) {
 // bounds messages (so that a handler without one keeps no count, and its
 // snapshots do not grow a number that only dates them).
 func (h *Handler) countMessage(i int) {
-	if b := h.prog.policy.Budget; b == nil || b.Messages == 0 {
+	if h.prog.budgetMessages == 0 {
 		return
 	}
 	if s := &h.sessions[i]; s.messages < 1<<30 {

@@ -37,6 +37,10 @@ type Program struct {
 	// its handlers hold early messages (see MaxHeld) and tell apart the
 	// replies of each peer.
 	multiPeer bool
+	// budgetMessages and budgetVisits are the policy's run budget
+	// (policy.Budget), copied here for the step that checks them; 0 for
+	// none.
+	budgetMessages, budgetVisits int
 }
 
 type fieldSrc struct {
@@ -190,6 +194,9 @@ func WithMaxWait(d time.Duration) CompileOption {
 
 func build(p *policy.Policy, role string, proj *policy.Projection, o *compileOptions, exprs map[*policy.Expr]*decision.Expression) (*Program, error) {
 	pr := &Program{policy: p, role: role, fingerprint: p.Fingerprint(), manyRole: -1, stateIndex: map[string]int{}, maxWait: o.maxWait}
+	if b := p.Budget; b != nil {
+		pr.budgetMessages, pr.budgetVisits = b.Messages, b.Visits
+	}
 	roleIdx := map[string]int{}
 	for i, r := range p.Roles {
 		roleIdx[r.Name] = i
