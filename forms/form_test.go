@@ -3,6 +3,7 @@ package forms_test
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -214,12 +215,23 @@ func TestBuild(t *testing.T) {
 	})
 	t.Run("Fill overwrites every field", func(t *testing.T) {
 		f := form(t, "agree", "agree", nil)
-		m := forms.Message{
-			Performative: "x", Sender: "x", Receivers: []string{"x"}, ReplyTo: "x", Content: map[string]any{"x": 1},
-			Language: "x", Encoding: "x", Ontology: "x", Protocol: "x", ConversationID: "x", ReplyWith: "x", InReplyTo: "x", ReplyBy: replyBy,
-		}
+		var m forms.Message
+		fillEveryField(t, &m, replyBy)
 		f.Fill(&m, nil, forms.Params{Sender: "bob"})
 		assert.Equal(t, forms.Message{Performative: "agree", Sender: "bob"}, m)
+	})
+	t.Run("Fill over the message it filled", func(t *testing.T) {
+		f := form(t, "inform", "inform", nil, field("n", policy.TypeInt, false))
+		p := forms.Params{Sender: "alice", Receivers: []string{"bob"}, Protocol: "p", ConversationID: "c", ReplyWith: "c/alice#2", InReplyTo: "c/bob#1", ReplyBy: replyBy}
+		var want forms.Message
+		require.NoError(t, f.Build(&want, map[string]any{"n": 1}, p))
+		m := want
+		f.Fill(&m, map[string]any{"n": 1}, p)
+		assert.Equal(t, want, m)
+		p.ReplyWith, p.ReplyBy = "c/alice#3", time.Time{}
+		f.Fill(&m, map[string]any{"n": 2}, p)
+		require.NoError(t, f.Build(&want, map[string]any{"n": 2}, p))
+		assert.Equal(t, want, m)
 	})
 }
 
@@ -265,4 +277,27 @@ func TestMessage(t *testing.T) {
 	assert.True(t, m.HasReceiver("carol"))
 	assert.False(t, m.HasReceiver("bob"))
 	assert.False(t, (&forms.Message{}).HasReceiver(""))
+}
+
+// fillEveryField sets every field of m to a value that is not its zero,
+// failing on a field of a kind it does not know: a field added to Message
+// is then one Fill's test covers.
+func fillEveryField(t *testing.T, m *forms.Message, at time.Time) {
+	t.Helper()
+	v := reflect.ValueOf(m).Elem()
+	for i := range v.NumField() {
+		f := v.Field(i)
+		switch {
+		case f.Kind() == reflect.String:
+			f.SetString("x")
+		case f.Type() == reflect.TypeOf([]string(nil)):
+			f.Set(reflect.ValueOf([]string{"x"}))
+		case f.Type() == reflect.TypeOf(map[string]any(nil)):
+			f.Set(reflect.ValueOf(map[string]any{"x": 1}))
+		case f.Type() == reflect.TypeOf(time.Time{}):
+			f.Set(reflect.ValueOf(at))
+		default:
+			t.Fatalf("field %s of a kind the test does not fill", v.Type().Field(i).Name)
+		}
+	}
 }
