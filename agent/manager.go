@@ -298,14 +298,9 @@ func (m *Manager) Start(ctx context.Context, r StartRequest) (string, error) {
 		sc.release()
 		return "", err
 	}
-	if done := ctx.Done(); done == nil {
-		err = <-sc.done
-	} else {
-		select {
-		case err = <-sc.done:
-		case <-done:
-			return id, ctx.Err() // sc stays with the worker, which may still answer
-		}
+	err, ok := receive(ctx, sc.done)
+	if !ok {
+		return id, ctx.Err() // sc stays with the worker, which may still answer
 	}
 	sc.release()
 	if err != nil {
@@ -441,18 +436,27 @@ func (m *Manager) Wait(ctx context.Context, conversation string) (string, error)
 		wc.release()
 		return "", err
 	}
-	var r waitResult
-	if done := ctx.Done(); done == nil {
-		r = <-wc.ch
-	} else {
-		select {
-		case r = <-wc.ch:
-		case <-done:
-			return "", ctx.Err() // wc stays with the worker, which may still answer
-		}
+	r, ok := receive(ctx, wc.ch)
+	if !ok {
+		return "", ctx.Err() // wc stays with the worker, which may still answer
 	}
 	wc.release()
 	return r.outcome, r.err
+}
+
+// receive waits for a value on ch, or for ctx to end (ok is false then);
+// a context that never ends costs no select.
+func receive[T any](ctx context.Context, ch <-chan T) (v T, ok bool) {
+	done := ctx.Done()
+	if done == nil {
+		return <-ch, true
+	}
+	select {
+	case v = <-ch:
+		return v, true
+	case <-done:
+		return v, false
+	}
 }
 
 // Status describes one conversation the manager holds.
