@@ -1,32 +1,62 @@
 // Package bolt is the embedded default agent.Store: one bbolt file per
-// agent, ACID, in pure Go. Open it and hand it to agent.WithStore:
+// agent, ACID, in pure Go, and beside it its write-ahead log, a file of
+// the same path with "-wal" appended. Open it and hand it to
+// agent.WithStore:
 //
-//	s, err := bolt.Open("alice.db")
+//	s, err := bolt.Open("alice.db") // and alice.db-wal
 //	m, err := agent.NewManager("alice", agent.WithStore(s))
 //	// register the policies, then
 //	err = m.Resume(ctx)
 //
-// Every Commit is one bbolt transaction, synced to disk (fsync) before it
-// returns, unless WithoutSync. A commit appends what it changed
-// (conversations and outbox entries) to a log, as one record under the
-// next sequence number, so that it writes a few pages however much it
-// changed; once the log holds WithCheckpointSize bytes (8 MiB by
-// default), a commit folds it into the tables of conversations and
-// outbox, writing each conversation's and each entry's last record once.
-// The conversations' table is keyed by slot, a number each conversation
-// takes when it first reaches the table, so that a checkpoint appends
-// the new conversations at its end instead of rewriting a page of the
-// table for each. Without sync, then a process that crashes loses nothing
-// (the operating system still writes the file), but a crash of the
-// machine or a power loss can lose the last commits or, as bbolt warns
-// for its NoSync mode, leave the file corrupt.
+// Every Commit appends what it changed (conversations and outbox
+// entries) to the log file as one record, under the next sequence
+// number, with its length and a CRC-32C, and syncs it (fdatasync, once)
+// before it returns, unless WithoutSync. Once the log holds
+// WithCheckpointSize bytes (8 MiB by default), a commit folds it into
+// the bbolt file's tables of conversations and outbox, writing each
+// conversation's and each entry's last record once, with the sequence
+// number folded through, in one bbolt transaction (synced: bbolt syncs
+// its pages, then its meta page); then the log file starts over at
+// offset 0. The log file grows with zeros, up to 4 MiB at a time, and is
+// written over in place, so that a sync writes no size; it is at most
+// the checkpoint size, rounded up to that step. The conversations' table
+// is keyed by slot, a number each conversation takes when it first
+// reaches the table, so that a checkpoint appends the new conversations
+// at its end instead of rewriting a page of the table for each.
+//
+// Close folds the log into the tables too, so that a store closed
+// cleanly is whole in its bbolt file; while it is open, or after a
+// crash, the last commits are in the log file only: copy, move or
+// remove the two files together. A log file beside a new bbolt file, or
+// beside one of an earlier format, is not its own: Open empties it.
+//
+// Open opens the bbolt file first (its lock keeps a second process out
+// of both files), then reads the log file and takes the records after
+// the checkpoint, in order. A record cut short at the log's end (a crash
+// while it was written: its commit had not returned) is dropped; zeros,
+// and the records of the log's earlier rounds past the last record, are
+// told apart by their sequence numbers. An unreadable record that a
+// later one follows is not dropped silently: Load names the log file and
+// the offset in its error, as long as it is in the log and, once a
+// checkpoint has folded the log, for good, and returns every readable
+// record.
+//
+// What a crash can lose: with sync (the default), nothing committed,
+// whether the process or the machine crashes. Without sync, a crash of
+// the process loses nothing either (the operating system still writes
+// the files); a crash of the machine or a power loss can lose the last
+// commits (those the operating system had not written), can leave a
+// later record written and an earlier one not (which Load reports as
+// unreadable, with the offset) and, as bbolt warns for its NoSync mode,
+// can leave the bbolt file corrupt if it came during a checkpoint.
 //
 // Besides bbolt's memory map, a Store holds in memory the log since the
 // last checkpoint (WithCheckpointSize bytes and one commit's at most),
 // so that a checkpoint writes from memory and reads nothing back, and
-// the id and slot of every conversation of the table. A conversation id
-// must have 1 to 32,768 bytes (bbolt's longest key): Commit refuses a
-// batch that changes another, before it writes anything.
+// the id and slot of every conversation of the table; Open reads the
+// whole log file (at most 4 GiB) once. A conversation id must have 1 to
+// 32,768 bytes (bbolt's longest key): Commit refuses a batch that
+// changes another, before it writes anything.
 package bolt
 
 import (
@@ -49,10 +79,10 @@ import (
 )
 
 // formatVersion is the version of the records. A file of format 1
-// (conversations as JSON, no log) or 2 (the conversations' table keyed
-// by their ids) is converted when it is opened; a file of another
-// version is refused.
-const formatVersion = "3"
+// (conversations as JSON, no log), 2 (the conversations' table keyed by
+// their ids) or 3 (the log inside the bbolt file) is converted when it
+// is opened; a file of another version is refused.
+const formatVersion = "4"
 
 // defaultCheckpoint is the log size at which a commit folds the log into
 // the conversations (WithCheckpointSize).
@@ -63,7 +93,9 @@ var (
 	bucketLog           = []byte("log")
 	bucketOutbox        = []byte("outbox")
 	bucketMeta          = []byte("meta")
+	bucketUnreadable    = []byte("unreadable")
 	keyVersion          = []byte("version")
+	keyCheckpoint       = []byte("checkpoint")
 )
 
 // Option configures Open.
@@ -75,9 +107,10 @@ type options struct {
 	checkpoint int
 }
 
-// WithoutSync commits without fsync: faster, and safe against a crash of
-// the process, not of the machine (which can lose the last commits or
-// corrupt the file).
+// WithoutSync commits without fsync or fdatasync: faster, and safe
+// against a crash of the process, not of the machine (which can lose the
+// last commits, leave a record of the log unreadable, or, during a
+// checkpoint, corrupt the bbolt file).
 func WithoutSync() Option { return func(o *options) { o.noSync = true } }
 
 // WithLockTimeout bounds how long Open waits for another process that
@@ -85,39 +118,51 @@ func WithoutSync() Option { return func(o *options) { o.noSync = true } }
 func WithLockTimeout(d time.Duration) Option { return func(o *options) { o.timeout = d } }
 
 // WithCheckpointSize sets how many bytes of log a commit folds into the
-// table of conversations (8 MiB by default; at least 1). A larger log
-// makes checkpoints rarer and Load slower (Load reads the whole log),
+// table of conversations (8 MiB by default; at least 1, and a size over
+// 1 GiB counts as 1 GiB). A larger log makes checkpoints rarer and Open
+// slower (it reads the whole log file), the log file that much longer,
 // and the store holds that much more in memory (it keeps the log since
 // the last checkpoint).
-func WithCheckpointSize(n int) Option { return func(o *options) { o.checkpoint = max(n, 1) } }
+func WithCheckpointSize(n int) Option {
+	return func(o *options) { o.checkpoint = min(max(n, 1), maxCheckpoint) }
+}
 
-// Store is an agent.Store on one bbolt file. It is safe for concurrent
-// use.
+// maxCheckpoint bounds the checkpoint size, and so the records of the
+// log file (a commit larger than the checkpoint size goes to the tables)
+// and the log file (well under maxWAL).
+const maxCheckpoint = 1 << 30
+
+// Store is an agent.Store on one bbolt file and its log file. It is
+// safe for concurrent use.
 type Store struct {
 	db         *bbolt.DB
+	wal        *walFile
 	path       string
 	checkpoint int
-	// mu serialises commits; seq is the last log entry's number and
-	// logged the size of the log.
+	// mu serialises commits; seq is the last commit's number and logged
+	// the size of the log since the last checkpoint.
 	mu     sync.Mutex
+	closed bool
 	seq    uint64
 	logged int
-	// window holds the readable log entries since the last checkpoint,
-	// one after the other, and convOps and outOps what they change, in
+	// window holds the readable log records since the last checkpoint
+	// (header and entry, as the log file has them), one after the other,
+	// and convOps and outOps what their entries change, in
 	// order, as slices of it. lastConv gives, for each conversation they
 	// change, a cell of convLast, which holds the index of its last
 	// change in convOps (a cell, so that a change does not make a new
 	// string of the id); lastOut gives the index of each outbox entry's
-	// last change in outOps. bad are the keys of the log's unreadable
-	// entries, which stay in the log for Load to report. entry is room
-	// to decode an entry in.
+	// last change in outOps. lost says what the log file holds since the
+	// last checkpoint that cannot be read, for Load to report and the
+	// next checkpoint to keep in the bbolt file. entry is room to decode
+	// an entry in.
 	window   []byte
 	convOps  []convOp
 	outOps   []outOp
 	lastConv map[string]int
 	convLast []int
 	lastOut  map[uint64]int
-	bad      [][]byte
+	lost     []walLost
 	entry    entry
 	json     outboxJSON
 	// slots gives the slot (key) of each conversation of the table, by
@@ -150,10 +195,11 @@ type outOp struct {
 
 var _ agent.Store = (*Store)(nil)
 
-// Open opens (creating if need be) the store file at path. A file that is
-// not a store, is corrupt or truncated, or holds records of another
-// format version is an error naming the file; Open never panics on a bad
-// file.
+// Open opens (creating if need be) the store file at path and its log
+// file, path+"-wal". A file that is not a store, is corrupt or
+// truncated, or holds records of another format version is an error
+// naming the file; Open never panics on a bad file. What it cannot read
+// of the log file, Load reports.
 func Open(path string, opts ...Option) (s *Store, err error) {
 	o := options{timeout: time.Second, checkpoint: defaultCheckpoint}
 	for _, opt := range opts {
@@ -175,18 +221,62 @@ func Open(path string, opts ...Option) (s *Store, err error) {
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
 	st := &Store{db: db, path: path, checkpoint: o.checkpoint, slots: map[string]uint64{}, lastConv: map[string]int{}, lastOut: map[uint64]int{}}
-	err = db.Update(func(tx *bbolt.Tx) error {
-		if info, err := os.Stat(path); err == nil && info.Size() < tx.Size() {
+	// after bbolt: its lock keeps a second process from the log too; and
+	// before the tables, which make a new file or one of an earlier
+	// format of format 4: a log file beside such a file is not its own
+	wal, log, err := openWAL(path+walSuffix, o.noSync, o.checkpoint, st.fresh())
+	if err == nil {
+		err = st.openTables()
+	}
+	if err != nil {
+		if wal != nil {
+			wal.f.Close()
+		}
+		db.Close()
+		return nil, fmt.Errorf("store %s: %w", path, err)
+	}
+	st.wal = wal
+	st.readWAL(log)
+	return st, nil
+}
+
+// fresh says whether the file is new or of a format before the log file
+// (1 to 3).
+func (s *Store) fresh() bool {
+	fresh := false
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		if meta == nil {
+			fresh = true
+			return nil
+		}
+		switch string(meta.Get(keyVersion)) {
+		case "", "1", "2", "3":
+			fresh = true
+		}
+		return nil
+	})
+	return err == nil && fresh
+}
+
+// openTables makes the file's buckets if need be, converts a file of an
+// earlier format (folding its log into the tables) and reads the slots
+// of the conversations and the sequence number checkpointed through.
+func (s *Store) openTables() error {
+	fresh := false
+	err := s.db.Update(func(tx *bbolt.Tx) error {
+		if info, err := os.Stat(s.path); err == nil && info.Size() < tx.Size() {
 			return fmt.Errorf("the file is truncated: %d bytes, its records need %d", info.Size(), tx.Size())
 		}
-		for _, b := range [][]byte{bucketConversations, bucketLog, bucketOutbox, bucketMeta} {
+		for _, b := range [][]byte{bucketConversations, bucketLog, bucketOutbox, bucketMeta, bucketUnreadable} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
 		}
 		meta := tx.Bucket(bucketMeta)
-		switch v := meta.Get(keyVersion); {
-		case v == nil:
+		v := meta.Get(keyVersion)
+		switch {
+		case v == nil, string(v) == "3":
 		case string(v) == "1":
 			if err := convertFormat1(tx); err != nil {
 				return err
@@ -201,28 +291,72 @@ func Open(path string, opts ...Option) (s *Store, err error) {
 		case string(v) != formatVersion:
 			return fmt.Errorf("records of format %s, this version reads format %s", policy.Quote(string(v)), formatVersion)
 		}
+		s.indexSlots(tx.Bucket(bucketConversations))
+		if string(v) == formatVersion {
+			cp := meta.Get(keyCheckpoint)
+			if len(cp) != 8 {
+				return fmt.Errorf("unreadable checkpoint %x", cp)
+			}
+			s.seq = binary.BigEndian.Uint64(cp)
+			return nil
+		}
 		if err := meta.Put(keyVersion, []byte(formatVersion)); err != nil {
 			return err
 		}
-		st.indexSlots(tx.Bucket(bucketConversations))
-		log := tx.Bucket(bucketLog)
-		st.seq = lastSeq(log)
-		return forEachEntry(log, func(_ uint64, keys [][]byte, rec []byte, ok bool) error {
-			st.logged += len(rec)
-			start := len(st.window)
-			st.window = append(st.window, rec...)
-			if !ok || st.index(st.window[start:]) != nil {
-				st.window = st.window[:start]
-				st.bad = append(st.bad, keys...)
-			}
-			return nil
-		})
+		fresh = true
+		return s.foldLog(tx)
 	})
-	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("store %s: %w", path, err)
+	if err == nil && fresh {
+		s.checkpointed()
 	}
-	return st, nil
+	return err
+}
+
+// foldLog folds the log of a file of an earlier format, kept in the
+// bbolt file, into the tables. Its unreadable entries stay there, for
+// Load to report.
+func (s *Store) foldLog(tx *bbolt.Tx) error {
+	log := tx.Bucket(bucketLog)
+	s.seq = lastSeq(log)
+	var bad [][]byte
+	if err := forEachEntry(log, func(seq uint64, keys [][]byte, rec []byte, ok bool) error {
+		start := len(s.window)
+		s.window = append(appendWALHeader(s.window), rec...)
+		sealWAL(s.window[start:], seq)
+		if !ok || s.index(s.window[start+walHeader:]) != nil {
+			s.window = s.window[:start]
+			bad = append(bad, keys...)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := s.fold(tx, s.seq); err != nil {
+		return err
+	}
+	return deleteLogExcept(log, bad)
+}
+
+// readWAL takes the records of log, the log file's bytes, that follow
+// the checkpoint, and notes what it cannot read.
+func (s *Store) readWAL(log []byte) {
+	sc := scanWAL(log, s.seq)
+	for _, r := range sc.recs {
+		start := len(s.window)
+		s.window = append(s.window, log[r.off:r.off+r.n]...)
+		if s.index(s.window[start+walHeader:]) != nil {
+			s.window = s.window[:start]
+			s.lost = append(s.lost, walLost{kind: lostEntry, off: uint64(r.off), n: uint64(r.n), seq: r.seq})
+		}
+	}
+	for _, r := range sc.bad {
+		if r.n == 0 {
+			s.lost = append(s.lost, walLost{kind: lostCommits, off: uint64(r.off), n: r.seq - r.missing, seq: r.missing})
+		} else {
+			s.lost = append(s.lost, walLost{kind: lostBytes, off: uint64(r.off), n: uint64(r.n)})
+		}
+	}
+	s.seq, s.logged, s.wal.off = sc.seq, sc.end, int64(sc.end)
 }
 
 // convertFormat1 rewrites the conversations of a format 1 file, stored
@@ -303,10 +437,12 @@ func slotKey(b []byte, slot uint64) []byte { return binary.BigEndian.AppendUint6
 func (s *Store) Path() string { return s.path }
 
 // Load returns every record: the conversations as the last checkpoint
-// left them, with the log applied in order, and the outbox. A record it
-// cannot read is left out and named in the error, with the file; the
-// others are returned.
+// left them, with the log since then applied in order, and the outbox. A
+// record it cannot read is left out and named in the error, with the
+// file (and, for the log file, the offset); the others are returned.
 func (s *Store) Load() (st *agent.Stored, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
@@ -343,37 +479,32 @@ func (s *Store) Load() (st *agent.Stored, err error) {
 		}); err != nil {
 			return err
 		}
-		return forEachEntry(tx.Bucket(bucketLog), func(seq uint64, keys [][]byte, v []byte, ok bool) error {
-			k := binary.BigEndian.AppendUint64(nil, seq)
-			e, err := decodeEntry(v)
-			if !ok || err != nil {
-				bad = append(bad, fmt.Errorf("log entry %x: unreadable record", k))
+		if err := tx.Bucket(bucketUnreadable).ForEach(func(k, v []byte) error {
+			l, ok := decodeLost(v)
+			if !ok {
+				bad = append(bad, fmt.Errorf("unreadable record %x of what the log lost", k))
 				return nil
 			}
-			for _, rec := range e.put {
-				sc, err := decodeConversation(rec)
-				if err != nil {
-					bad = append(bad, fmt.Errorf("log entry %x: unreadable conversation", k))
-					continue
-				}
-				convs[sc.ID] = sc
-			}
-			for _, id := range e.del {
-				delete(convs, string(id))
-			}
-			for _, o := range e.out {
-				if oe, ok := decodeOutbox(o.seq, o.json); ok {
-					out[o.seq] = oe
-				} else {
-					bad = append(bad, fmt.Errorf("log entry %x: unreadable outbox entry %d", k, o.seq))
-				}
-			}
-			for _, seq := range e.acked {
-				delete(out, seq)
-			}
+			bad = append(bad, l.error(s.wal.path))
+			return nil
+		}); err != nil {
+			return err
+		}
+		// the log of an earlier format holds its unreadable entries only
+		return forEachEntry(tx.Bucket(bucketLog), func(seq uint64, _ [][]byte, _ []byte, _ bool) error {
+			bad = append(bad, fmt.Errorf("log entry %x: unreadable record", binary.BigEndian.AppendUint64(nil, seq)))
 			return nil
 		})
 	})
+	for off := 0; err == nil && off < len(s.window); {
+		n := walHeader + int(binary.LittleEndian.Uint32(s.window[off:]))
+		seq := binary.LittleEndian.Uint64(s.window[off+8:])
+		bad = append(bad, s.apply(seq, s.window[off+walHeader:off+n], convs, out)...)
+		off += n
+	}
+	for _, l := range s.lost {
+		bad = append(bad, l.error(s.wal.path))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("store %s: %w", s.path, err)
 	}
@@ -389,9 +520,43 @@ func (s *Store) Load() (st *agent.Stored, err error) {
 	return st, nil
 }
 
-// Commit applies b in one transaction: all it changes goes to the log as
-// one entry or, when the log has grown to the checkpoint size, the
-// log with it into the tables of conversations and outbox.
+// apply applies the entry of commit seq to convs and out, and returns
+// what it cannot read.
+func (s *Store) apply(seq uint64, v []byte, convs map[string]agent.StoredConversation, out map[uint64]agent.OutboxEntry) []error {
+	e, err := decodeEntry(v)
+	if err != nil {
+		return []error{fmt.Errorf("%s commit %d: unreadable record", s.wal.path, seq)}
+	}
+	var bad []error
+	for _, rec := range e.put {
+		sc, err := decodeConversation(rec)
+		if err != nil {
+			bad = append(bad, fmt.Errorf("%s commit %d: unreadable conversation", s.wal.path, seq))
+			continue
+		}
+		convs[sc.ID] = sc
+	}
+	for _, id := range e.del {
+		delete(convs, string(id))
+	}
+	for _, o := range e.out {
+		if oe, ok := decodeOutbox(o.seq, o.json); ok {
+			out[o.seq] = oe
+		} else {
+			bad = append(bad, fmt.Errorf("%s commit %d: unreadable outbox entry %d", s.wal.path, seq, o.seq))
+		}
+	}
+	for _, seq := range e.acked {
+		delete(out, seq)
+	}
+	return bad
+}
+
+// Commit applies b: all it changes goes to the log file as one record,
+// synced (fdatasync) unless WithoutSync, or, when the log has grown to
+// the checkpoint size, into the tables of conversations and outbox with
+// the log, in one synced bbolt transaction, after which the log starts
+// over.
 func (s *Store) Commit(b *agent.Batch) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -402,26 +567,24 @@ func (s *Store) Commit(b *agent.Batch) error {
 		return fmt.Errorf("store %s: %w", s.path, err)
 	}
 	start, convs, outs := len(s.window), len(s.convOps), len(s.outOps)
-	if n := entrySize(b); cap(s.window)-start < n {
+	if n := walHeader + entrySize(b); cap(s.window)-start < n {
 		// double the room up to the checkpoint size: append alone would
 		// grow it by a quarter, and copy it again and again
 		s.window = slices.Grow(s.window, max(n, 64<<10, min(cap(s.window), s.checkpoint-cap(s.window))))
 	}
 	var err error
-	if s.window, err = appendEntry(s.window, b, &s.json); err != nil {
+	if s.window, err = appendEntry(appendWALHeader(s.window), b, &s.json); err != nil {
 		s.window = s.window[:start]
 		return fmt.Errorf("store %s: %w", s.path, err)
 	}
 	rec := s.window[start:]
 	fold := s.logged+len(rec) >= s.checkpoint
-	err = s.index(rec)
-	if err == nil {
-		err = s.db.Update(func(tx *bbolt.Tx) error {
-			if fold {
-				return s.fold(tx)
-			}
-			return putEntry(tx.Bucket(bucketLog), s.seq+1, rec)
-		})
+	err = s.index(rec[walHeader:])
+	if err == nil && fold {
+		err = s.db.Update(func(tx *bbolt.Tx) error { return s.fold(tx, s.seq+1) })
+	} else if err == nil {
+		sealWAL(rec, s.seq+1)
+		err = s.wal.append(rec)
 	}
 	if err != nil {
 		s.window = s.window[:start]
@@ -434,26 +597,37 @@ func (s *Store) Commit(b *agent.Batch) error {
 	s.seq++
 	s.logged += len(rec)
 	if fold {
-		for _, m := range s.moved {
-			if m.del {
-				delete(s.slots, m.id)
-			} else {
-				s.slots[m.id] = m.slot
-				s.next = max(s.next, m.slot+1)
-			}
-		}
-		clear(s.moved)
-		s.logged = 0
-		clear(s.convOps)
-		clear(s.outOps)
-		clear(s.lastConv)
-		clear(s.lastOut)
-		s.window, s.convOps, s.outOps, s.convLast = s.window[:0], s.convOps[:0], s.outOps[:0], s.convLast[:0]
-		if cap(s.window) > 2*s.checkpoint {
-			s.window = nil // one huge commit: let its room go
-		}
+		s.checkpointed()
 	}
 	return nil
+}
+
+// checkpointed takes what the window changed as the tables now hold it:
+// the slots the checkpoint gave and took back, an empty window, and the
+// log file to start over.
+func (s *Store) checkpointed() {
+	for _, m := range s.moved {
+		if m.del {
+			delete(s.slots, m.id)
+		} else {
+			s.slots[m.id] = m.slot
+			s.next = max(s.next, m.slot+1)
+		}
+	}
+	clear(s.moved)
+	s.logged = 0
+	s.lost = nil
+	clear(s.convOps)
+	clear(s.outOps)
+	clear(s.lastConv)
+	clear(s.lastOut)
+	s.window, s.convOps, s.outOps, s.convLast = s.window[:0], s.convOps[:0], s.outOps[:0], s.convLast[:0]
+	if cap(s.window) > 2*s.checkpoint {
+		s.window = nil // one huge commit: let its room go
+	}
+	if s.wal != nil {
+		s.wal.off = 0
+	}
 }
 
 // checkKeys refuses a batch that changes a conversation whose id cannot
@@ -543,11 +717,13 @@ func (s *Store) reindex() {
 }
 
 // fold writes the window's changes to the conversations and the outbox,
-// each key's last change once, and empties the log of the window's
-// entries: a message sent and acknowledged within the window never
-// reaches the outbox table. A new conversation takes the next slot, so
-// that new ones go to the table's end.
-func (s *Store) fold(tx *bbolt.Tx) error {
+// each key's last change once, what the log lost since the last
+// checkpoint (to the table of what is unreadable, which Load reports
+// for good), and seq, the commit's sequence number, as the one
+// checkpointed through: a message sent and acknowledged within the
+// window never reaches the outbox table. A new conversation takes the
+// next slot, so that new ones go to the table's end.
+func (s *Store) fold(tx *bbolt.Tx, seq uint64) error {
 	convs, outbox := tx.Bucket(bucketConversations), tx.Bucket(bucketOutbox)
 	convs.FillPercent = 1 // new conversations go to the end: fill the pages
 	clear(s.moved)
@@ -590,14 +766,17 @@ func (s *Store) fold(tx *bbolt.Tx) error {
 			return err
 		}
 	}
-	if len(s.bad) > 0 {
-		return deleteLogExcept(tx.Bucket(bucketLog), s.bad)
+	unreadable := tx.Bucket(bucketUnreadable)
+	for _, l := range s.lost {
+		n, err := unreadable.NextSequence()
+		if err == nil {
+			err = unreadable.Put(binary.BigEndian.AppendUint64(nil, n), l.append(nil))
+		}
+		if err != nil {
+			return err
+		}
 	}
-	if err := tx.DeleteBucket(bucketLog); err != nil {
-		return err
-	}
-	_, err := tx.CreateBucket(bucketLog)
-	return err
+	return tx.Bucket(bucketMeta).Put(keyCheckpoint, binary.BigEndian.AppendUint64(nil, seq))
 }
 
 // deleteLogExcept deletes every key of the log but those of keep.
@@ -632,5 +811,25 @@ func decodeOutbox(seq uint64, v []byte) (agent.OutboxEntry, bool) {
 	return e, true
 }
 
-// Close closes the file.
-func (s *Store) Close() error { return s.db.Close() }
+// Close folds the log into the tables (a checkpoint, when the log holds
+// anything since the last one), so that once closed the bbolt file holds
+// every commit, syncs both files and closes them. A second Close does
+// nothing.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	var err error
+	if s.logged > 0 || len(s.lost) > 0 {
+		if err = s.db.Update(func(tx *bbolt.Tx) error { return s.fold(tx, s.seq) }); err == nil {
+			s.checkpointed()
+		}
+	}
+	if err == nil {
+		err = s.db.Sync() // bbolt syncs its transactions only with sync on
+	}
+	return errors.Join(err, s.wal.close(), s.db.Close())
+}

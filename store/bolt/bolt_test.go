@@ -92,13 +92,27 @@ func TestAnUnreadableRecordLosesNoReadableOne(t *testing.T) {
 		name string
 		// opts are the store's: a checkpoint size of 1 folds every commit
 		// into the conversations at once.
-		opts   []bolt.Option
-		bucket string
-		key    []byte
-		want   string
+		opts  []bolt.Option
+		breaK func(t *testing.T, path string)
+		want  string
 	}{
-		{"in the conversations", []bolt.Option{bolt.WithCheckpointSize(1)}, "conversations", []byte{0, 0, 0, 0, 0, 0, 0, 1}, "conversation record 0000000000000001: unreadable record"},
-		{"in the log", nil, "log", []byte{0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1}, "log entry 0000000000000001: unreadable record"},
+		{"in the conversations", []bolt.Option{bolt.WithCheckpointSize(1)}, func(t *testing.T, path string) {
+			db, err := bbolt.Open(path, 0o600, nil)
+			require.NoError(t, err)
+			require.NoError(t, db.Update(func(tx *bbolt.Tx) error {
+				b, key := tx.Bucket([]byte("conversations")), []byte{0, 0, 0, 0, 0, 0, 0, 1}
+				require.NotNil(t, b.Get(key), "the record to break is there")
+				return b.Put(key, []byte("\xff\xff\xff broken"))
+			}))
+			require.NoError(t, db.Close())
+		}, "conversation record 0000000000000001: unreadable record"},
+		{"in the log", nil, func(t *testing.T, path string) {
+			f, err := os.OpenFile(path+"-wal", os.O_RDWR, 0)
+			require.NoError(t, err)
+			_, err = f.WriteAt([]byte("broken"), 20) // in the first record's entry
+			require.NoError(t, err)
+			require.NoError(t, f.Close())
+		}, "-wal offset 0: "},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -107,15 +121,8 @@ func TestAnUnreadableRecordLosesNoReadableOne(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, s.Commit(&agent.Batch{Put: []agent.StoredConversation{{ID: "c1"}}}))
 			require.NoError(t, s.Commit(&agent.Batch{Put: []agent.StoredConversation{{ID: "c2"}}}))
-			require.NoError(t, s.Close())
-			db, err := bbolt.Open(path, 0o600, nil)
-			require.NoError(t, err)
-			require.NoError(t, db.Update(func(tx *bbolt.Tx) error {
-				b := tx.Bucket([]byte(tt.bucket))
-				require.NotNil(t, b.Get(tt.key), "the record to break is there")
-				return b.Put(tt.key, []byte("\xff\xff\xff broken"))
-			}))
-			require.NoError(t, db.Close())
+			bolt.Crash(s) // Close would fold the log into the tables
+			tt.breaK(t, path)
 
 			s, err = bolt.Open(path)
 			require.NoError(t, err)

@@ -11,7 +11,7 @@ import (
 	"github.com/parleyhq/parley/agent"
 )
 
-// The records of formats 2 and 3 are binary: a conversation is its
+// The records of formats 2 to 4 are binary: a conversation is its
 // fields in a fixed order, each string and byte slice as a uvarint
 // length and its bytes, each number as a uvarint, the end time as Unix
 // nanoseconds (0 for none). A log entry is what a commit changed (see
@@ -19,7 +19,9 @@ import (
 // format 1) spent a third of a commit's time, and base64 made the
 // handler's snapshot a third longer. Outbox entries stay JSON, for their
 // messages' content. Format 3 keys the conversations' table by slot (8
-// bytes, big-endian), where format 2 keyed it by id.
+// bytes, big-endian), where format 2 keyed it by id; format 4 keeps the
+// log entries in a file of their own (see wal.go), where format 3 kept
+// them in the bbolt file.
 
 // maxField bounds one string or byte slice of a record (16 MiB): a
 // corrupt length is an unreadable record, not an allocation.

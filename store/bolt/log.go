@@ -7,11 +7,13 @@ import (
 	"go.etcd.io/bbolt"
 )
 
-// chunkSize bounds the values a log entry is written in. bbolt keeps
-// at least two keys to a leaf and rewrites the last leaf with each new
-// key, so with one large value per commit every commit rewrote the
-// entries of the commits before it; in chunks of this size (two to a
-// page) a commit writes its own bytes and the tail page only.
+// The log of format 3 was kept in the bbolt file, in its bucket "log":
+// each entry under its sequence number, in chunks. Open folds it into
+// the tables (see foldLog) and keeps there only the entries it cannot
+// read, for Load to report.
+
+// chunkSize is the size of the chunks of a format 3 log entry but the
+// last.
 const chunkSize = 2000
 
 // maxChunks bounds the room made ahead for an entry, whatever its key
@@ -21,25 +23,6 @@ const maxChunks = 1 << 12
 // logKeySize is the length of a log key: the entry's sequence number,
 // then the chunk's index and the number of chunks.
 const logKeySize = 16
-
-func logKey(seq uint64, i, n uint32) []byte {
-	k := binary.BigEndian.AppendUint64(make([]byte, 0, logKeySize), seq)
-	k = binary.BigEndian.AppendUint32(k, i)
-	return binary.BigEndian.AppendUint32(k, n)
-}
-
-// putEntry writes log entry seq, in chunks.
-func putEntry(b *bbolt.Bucket, seq uint64, rec []byte) error {
-	b.FillPercent = 1 // keys only ever grow: fill the pages
-	n := max(1, (len(rec)+chunkSize-1)/chunkSize)
-	for i := range n {
-		part := rec[i*chunkSize : min(len(rec), (i+1)*chunkSize)]
-		if err := b.Put(logKey(seq, uint32(i), uint32(n)), part); err != nil {
-			return err
-		}
-	}
-	return nil
-}
 
 // lastSeq returns the sequence number of the log's last entry.
 func lastSeq(b *bbolt.Bucket) uint64 {

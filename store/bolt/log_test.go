@@ -130,31 +130,24 @@ func TestAFileOfFormat1IsConverted(t *testing.T) {
 	assert.Equal(t, []agent.StoredConversation{old}, st.Conversations)
 }
 
-// TestAnUnreadableLogEntryStaysThroughLaterCheckpoints breaks the log's
-// first entry, then commits with a checkpoint at every commit: the
-// checkpoints write what the readable entries and the new commits
-// changed, and leave the broken entry in the log for Load to report.
+// TestAnUnreadableLogEntryStaysThroughLaterCheckpoints opens a file of
+// format 3 whose log (inside the bbolt file) has a broken first entry,
+// then commits with a checkpoint at every commit: the conversion folds
+// the readable entries into the tables, the checkpoints write the new
+// commits, and the broken entry stays for Load to report.
 func TestAnUnreadableLogEntryStaysThroughLaterCheckpoints(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "a.db")
-	s, err := bolt.Open(path)
+	c2, err := bolt.EncodeEntry(&agent.Batch{Put: []agent.StoredConversation{{ID: "c2"}}})
 	require.NoError(t, err)
-	for _, id := range []string{"c1", "c2"} {
-		require.NoError(t, s.Commit(&agent.Batch{Put: []agent.StoredConversation{{ID: id}}}))
-	}
-	require.NoError(t, s.Close())
-	first := []byte{0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1}
-	db, err := bbolt.Open(path, 0o600, nil)
-	require.NoError(t, err)
-	require.NoError(t, db.Update(func(tx *bbolt.Tx) error { return tx.Bucket([]byte("log")).Put(first, []byte("\xff\xff\xff broken")) }))
-	require.NoError(t, db.Close())
+	require.NoError(t, bolt.WriteFormat3(path, []byte("\xff\xff\xff broken"), c2))
 
 	for _, id := range []string{"c3", "c4"} {
-		s, err = bolt.Open(path, bolt.WithCheckpointSize(1))
+		s, err := bolt.Open(path, bolt.WithCheckpointSize(1))
 		require.NoError(t, err)
 		require.NoError(t, s.Commit(&agent.Batch{Put: []agent.StoredConversation{{ID: id}}}))
 		require.NoError(t, s.Close())
 	}
-	s, err = bolt.Open(path)
+	s, err := bolt.Open(path)
 	require.NoError(t, err)
 	defer s.Close()
 	st, err := s.Load()

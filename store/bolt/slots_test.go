@@ -2,6 +2,7 @@ package bolt
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -94,8 +95,8 @@ func TestEachConversationHasOneSlot(t *testing.T) {
 
 // TestAFileOfFormat2IsConverted opens a file written by format 2 (the
 // conversations' table keyed by id) with a log entry not yet folded: the
-// conversations move to slots, and Load finds them and the log's
-// changes.
+// conversations move to slots, the log is folded into them, and Load
+// finds them.
 func TestAFileOfFormat2IsConverted(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "old.db")
 	db, err := bbolt.Open(path, 0o600, nil)
@@ -129,7 +130,7 @@ func TestAFileOfFormat2IsConverted(t *testing.T) {
 	require.NoError(t, s.Close())
 	ids, slotted := tableIDs(t, path)
 	assert.True(t, slotted, "every key is a slot")
-	assert.Equal(t, []string{"c1", "c2", "c3"}, ids, "the log is not folded yet")
+	assert.Equal(t, []string{"c1", "c2"}, ids, "the log is folded")
 
 	s, err = Open(path, WithCheckpointSize(1))
 	require.NoError(t, err)
@@ -139,11 +140,11 @@ func TestAFileOfFormat2IsConverted(t *testing.T) {
 	assert.Equal(t, []string{"c1", "c2", "c4"}, ids, "c2 kept its slot, c3's went, c4 took a new one")
 }
 
-// TestAFailedTransactionLeavesNothingForTheNextCheckpoint makes the
-// store's transaction fail (the file open read-only underneath), with
-// and without a checkpoint in it: the store takes back what that commit
-// changed, and the next checkpoint writes the commits before and after
-// it only, each conversation in one slot.
+// TestAFailedTransactionLeavesNothingForTheNextCheckpoint makes a
+// commit fail (the bbolt file, or the log file, open read-only
+// underneath), with and without a checkpoint in it: the store takes
+// back what that commit changed, and the next checkpoint writes the
+// commits before and after it only, each conversation in one slot.
 func TestAFailedTransactionLeavesNothingForTheNextCheckpoint(t *testing.T) {
 	tests := []struct {
 		name       string
@@ -157,13 +158,18 @@ func TestAFailedTransactionLeavesNothingForTheNextCheckpoint(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "a.db")
 			s, err := Open(path, WithCheckpointSize(1<<20))
 			require.NoError(t, err)
-			defer func() { s.db.Close() }()
+			defer func() { s.db.Close(); s.wal.f.Close() }()
 			require.NoError(t, s.Commit(&agent.Batch{Put: []agent.StoredConversation{{ID: "c1", Handler: []byte("1")}}}))
 			s.checkpoint = tt.checkpoint
 			require.NoError(t, s.db.Close())
 			s.db, err = bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true})
 			require.NoError(t, err)
+			wal := s.wal.f
+			s.wal.f, err = os.Open(wal.Name())
+			require.NoError(t, err)
 			require.Error(t, s.Commit(&agent.Batch{Put: []agent.StoredConversation{{ID: "c1", Handler: []byte("lost")}, {ID: "c2"}}, Delete: []string{"c1"}}))
+			require.NoError(t, s.wal.f.Close())
+			s.wal.f = wal
 			require.NoError(t, s.db.Close())
 			s.db, err = bbolt.Open(path, 0o600, nil)
 			require.NoError(t, err)
