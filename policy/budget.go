@@ -27,7 +27,7 @@ func (l *yamlLoader) budget(n *yaml.Node) *Budget {
 	if n.Kind == yaml.MappingNode && len(n.Content) == 0 {
 		l.d.errorf(CodeMissingField, b.Pos, "budget gives no count: give messages, visits or both")
 	}
-	l.fields(n, 1, "budget", []string{"messages", "visits"}, func(key string, k, v *yaml.Node) {
+	l.fields(n, 1, plain("budget"), []string{"messages", "visits"}, func(key string, k, v *yaml.Node) {
 		s, ok := l.str(v, 2, "budget "+key)
 		if !ok {
 			return

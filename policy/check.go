@@ -119,6 +119,11 @@ type checker struct {
 	// most of compiling a short expression, and the checks compile one
 	// expression at a time.
 	exprConfigs map[uintptr]*conf.Config
+	// reads is compileExpr's scratch space for the variables an
+	// expression reads; oneRead shares the list of each variable that
+	// an expression alone reads.
+	reads   varReads
+	oneRead map[string][]string
 	// projections keeps the projection onto each role that talks, made
 	// by the projection check.
 	projections map[string]*Projection

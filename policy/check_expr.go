@@ -125,10 +125,11 @@ func (c *checker) compileExpr(e *Expr, env map[string]any) *exprResult {
 		if c.opts.parsed != nil {
 			c.opts.parsed(e, tree)
 		}
-		var reads varReads
-		ast.Walk(&tree, &reads)
-		slices.Sort(reads)
-		r.reads = slices.Compact(reads)
+		c.reads = c.reads[:0]
+		ast.Walk(&tree, &c.reads)
+		slices.Sort(c.reads)
+		c.reads = slices.Compact(c.reads)
+		r.reads = c.readList(c.reads)
 		// A tree of the simple shapes is typed here, without expr's
 		// checker and compiler: it compiles, to a program of this type.
 		t, ok := ExprTypeOf(tree, env)
@@ -147,6 +148,27 @@ func (c *checker) compileExpr(e *Expr, env map[string]any) *exprResult {
 		r.typeErr = err
 	}
 	return r
+}
+
+// readList returns a list of the variables in reads (sorted, each
+// once) for an exprResult to keep: nil for none, a list shared with
+// every other expression that reads only the same one, or a copy.
+func (c *checker) readList(reads []string) []string {
+	switch len(reads) {
+	case 0:
+		return nil
+	case 1:
+		if l, ok := c.oneRead[reads[0]]; ok {
+			return l
+		}
+		if c.oneRead == nil {
+			c.oneRead = map[string][]string{}
+		}
+		l := []string{reads[0]}
+		c.oneRead[reads[0]] = l
+		return l
+	}
+	return slices.Clone(reads)
 }
 
 // exprPlace names where an expression sits, for its diagnostics: what

@@ -75,6 +75,10 @@ type xmlLoader struct {
 	// as it reads them, so that the element tree and the model are not
 	// both whole at once.
 	drop *xel
+	// The elements, states and transitions, from blocks.
+	xels        slab[xel]
+	states      slab[State]
+	transitions slab[Transition]
 }
 
 // xmlFrame is an element being read, with the text before its first
@@ -144,7 +148,8 @@ func (l *xmlLoader) parse() *xel {
 				l.d.errorf(CodeLimit, l.posAt(off), "more than %d elements", l.limits.MaxNodes)
 				return nil
 			}
-			e := &xel{tag: t.Name.Local, attr: t.Attr, start: off, end: int(dec.InputOffset())}
+			e := l.xels.new()
+			*e = xel{tag: t.Name.Local, attr: t.Attr, start: off, end: int(dec.InputOffset())}
 			if len(stack) == 0 {
 				root = e
 			} else {
@@ -722,7 +727,18 @@ var stateChildren = []string{"doc", "arm", "decide", "child", "send-message", "o
 
 func (l *xmlLoader) state(e *xel) *State {
 	a := l.attrs(e, []string{"name", "kind", "outcome", "join"}, []string{"name"})
-	s := &State{Name: a.val("name"), Pos: l.attrPos(e, a, "name"), Outcome: a.val("outcome"), Join: l.boolAttr(e, a, "join")}
+	s := l.states.new()
+	*s = State{Name: a.val("name"), Pos: l.attrPos(e, a, "name"), Outcome: a.val("outcome"), Join: l.boolAttr(e, a, "join")}
+	transitions := 0
+	for _, c := range e.elems {
+		switch TransitionKind(c.tag) {
+		case SendMessage, OnTimeout, ChildReturn:
+			transitions++
+		}
+	}
+	if transitions > 0 {
+		s.Transitions = make([]*Transition, 0, transitions)
+	}
 	l.children(e, stateChildren, func(c *xel) {
 		switch c.tag {
 		case "doc":
@@ -789,7 +805,8 @@ var xmlTransitionAttrs = map[TransitionKind][]string{
 }
 
 func (l *xmlLoader) transition(e *xel) *Transition {
-	t := &Transition{Kind: TransitionKind(e.tag), Pos: l.pos(e)}
+	t := l.transitions.new()
+	*t = Transition{Kind: TransitionKind(e.tag), Pos: l.pos(e)}
 	var required []string
 	switch t.Kind {
 	case SendMessage:

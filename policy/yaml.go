@@ -113,6 +113,11 @@ type yamlLoader struct {
 	nodes  int
 	limit  bool // a node or depth limit was reported; stop descending
 	d      diags
+	// pairBuf is the scratch space of tempPairs.
+	pairBuf []yamlPair
+	// The policy's states and transitions, from blocks.
+	stateSlab      slab[State]
+	transitionSlab slab[Transition]
 }
 
 func (l *yamlLoader) pos(n *yaml.Node) Pos { return Pos{File: l.file, Line: n.Line, Col: n.Column} }
@@ -159,7 +164,32 @@ type yamlPair struct {
 // reported; user-named mappings (states, messages) leave duplicates to the
 // declarations check so both file formats report them the same way.
 func (l *yamlLoader) pairs(n *yaml.Node, depth int, structural bool) []yamlPair {
-	out := make([]yamlPair, 0, len(n.Content)/2)
+	return l.pairsInto(make([]yamlPair, 0, len(n.Content)/2), n, depth, structural)
+}
+
+// tempPairs is pairs of a structural mapping for a caller done with them
+// before it returns, in the loader's scratch space; the caller gives
+// them back with dropPairs(mark). A transition and the mappings in it
+// cost no allocation of their own.
+func (l *yamlLoader) tempPairs(n *yaml.Node, depth int) (pairs []yamlPair, mark int) {
+	mark, need := len(l.pairBuf), len(n.Content)/2
+	if cap(l.pairBuf)-mark < need {
+		// A new block: the callers' pairs stay in the old one.
+		l.pairBuf = make([]yamlPair, mark, max(2*cap(l.pairBuf), mark+need, 64))
+	}
+	l.pairBuf = l.pairBuf[:mark+need]
+	return l.pairsInto(l.pairBuf[mark:mark:mark+need], n, depth, true), mark
+}
+
+// dropPairs gives back the scratch space of tempPairs from mark on,
+// dropping its references to the nodes.
+func (l *yamlLoader) dropPairs(mark int) {
+	clear(l.pairBuf[mark:])
+	l.pairBuf = l.pairBuf[:mark]
+}
+
+// pairsInto is pairs, appending to out (empty).
+func (l *yamlLoader) pairsInto(out []yamlPair, n *yaml.Node, depth int, structural bool) []yamlPair {
 	// seen indexes out by key once the mapping is too large to search;
 	// a structural mapping has a handful of keys.
 	var seen map[string]*yaml.Node
@@ -244,7 +274,7 @@ func (l *yamlLoader) mergePairs(v *yaml.Node, depth int) []yamlPair {
 
 // fields walks a structural mapping whose keys must be among allowed,
 // calling fn for each; unknown keys get a "did you mean" diagnostic.
-func (l *yamlLoader) fields(n *yaml.Node, depth int, what string, allowed []string, fn func(key string, k, v *yaml.Node)) bool {
+func (l *yamlLoader) fields(n *yaml.Node, depth int, what fmt.Stringer, allowed []string, fn func(key string, k, v *yaml.Node)) bool {
 	if n = l.node(n, depth); n == nil {
 		return false
 	}
@@ -252,7 +282,9 @@ func (l *yamlLoader) fields(n *yaml.Node, depth int, what string, allowed []stri
 		l.d.errorf(CodeInvalidValue, l.pos(n), "%s must be a mapping, not %s", what, kindName(n))
 		return false
 	}
-	for _, p := range l.pairs(n, depth, true) {
+	pairs, mark := l.tempPairs(n, depth)
+	defer l.dropPairs(mark)
+	for _, p := range pairs {
 		if !contains(allowed, p.key) {
 			l.d.errorf(CodeUnknownField, l.pos(p.k), "unknown key %s in %s%s", Quote(p.key), what, didYouMean(p.key, allowed))
 			continue
@@ -261,6 +293,17 @@ func (l *yamlLoader) fields(n *yaml.Node, depth int, what string, allowed []stri
 	}
 	return true
 }
+
+// plain names a place for a diagnostic ("the policy").
+type plain string
+
+func (p plain) String() string { return string(p) }
+
+// named names a declaration for a diagnostic, kind then quoted name
+// ("state \"s1\""): the name is quoted only when a diagnostic is made.
+type named struct{ kind, name string }
+
+func (n named) String() string { return n.kind + " " + Quote(n.name) }
 
 func contains(list []string, s string) bool {
 	for _, x := range list {
@@ -426,7 +469,7 @@ func (l *yamlLoader) policy(root *yaml.Node) *Policy {
 	p := &Policy{}
 	var statesNode *yaml.Node
 	seen := map[string]bool{}
-	ok := l.fields(root, 0, "the policy", policyKeys, func(key string, k, v *yaml.Node) {
+	ok := l.fields(root, 0, plain("the policy"), policyKeys, func(key string, k, v *yaml.Node) {
 		seen[key] = true
 		switch key {
 		case "policy":
@@ -497,7 +540,7 @@ func (l *yamlLoader) roles(p *Policy, n *yaml.Node) {
 		for _, pr := range l.pairs(n, 1, false) {
 			r := &Role{Name: pr.key, Pos: l.pos(pr.k)}
 			if v := l.node(pr.v, 2); v != nil && !(v.Kind == yaml.ScalarNode && v.Tag == "!!null") {
-				l.fields(v, 2, fmt.Sprintf("role %s", Quote(pr.key)), []string{"many", "doc"}, func(key string, _, v *yaml.Node) {
+				l.fields(v, 2, named{"role", pr.key}, []string{"many", "doc"}, func(key string, _, v *yaml.Node) {
 					switch key {
 					case "many":
 						r.Many = l.boolean(v, 3, "many")
@@ -534,7 +577,7 @@ func (l *yamlLoader) messages(p *Policy, n *yaml.Node) {
 		}
 		what := fmt.Sprintf("message type %s", Quote(pr.key))
 		hasPerf := false
-		l.fields(v, 2, what, []string{"performative", "fields", "match", "doc"}, func(key string, _, v *yaml.Node) {
+		l.fields(v, 2, plain(what), []string{"performative", "fields", "match", "doc"}, func(key string, _, v *yaml.Node) {
 			switch key {
 			case "performative":
 				hasPerf = true
@@ -605,7 +648,7 @@ func (l *yamlLoader) timers(p *Policy, n *yaml.Node) {
 		}
 		what := fmt.Sprintf("timer %s", Quote(pr.key))
 		before := len(l.d.list)
-		l.fields(v, 2, what, []string{"after", "deadline", "default", "doc"}, func(key string, _, v *yaml.Node) {
+		l.fields(v, 2, plain(what), []string{"after", "deadline", "default", "doc"}, func(key string, _, v *yaml.Node) {
 			switch key {
 			case "after":
 				t.After = l.duration(v, 3, "after")
@@ -673,7 +716,7 @@ func (l *yamlLoader) commitments(p *Policy, n *yaml.Node) {
 		c := &Commitment{Name: pr.key, Pos: l.pos(pr.k)}
 		p.Commitments = append(p.Commitments, c)
 		what := fmt.Sprintf("commitment %s", Quote(pr.key))
-		ok := l.fields(pr.v, 2, what, commitmentKeys, func(key string, _, v *yaml.Node) {
+		ok := l.fields(pr.v, 2, plain(what), commitmentKeys, func(key string, _, v *yaml.Node) {
 			switch key {
 			case "debtor":
 				c.Debtor = l.ref(v, 3, "debtor")
@@ -746,7 +789,8 @@ func (l *yamlLoader) states(p *Policy, n *yaml.Node) {
 	}
 	p.States = make([]*State, 0, len(pairs))
 	for i, pr := range pairs {
-		s := &State{Name: pr.key, Pos: l.pos(pr.k), Kind: KindNormal}
+		s := l.stateSlab.new()
+		*s = State{Name: pr.key, Pos: l.pos(pr.k), Kind: KindNormal}
 		p.States = append(p.States, s)
 		l.state(s, pr.v)
 		// The state's nodes are read: drop the references to them, so
@@ -761,7 +805,7 @@ func (l *yamlLoader) state(s *State, n *yaml.Node) {
 	if n = l.node(n, 2); n == nil {
 		return
 	}
-	what := fmt.Sprintf("state %s", Quote(s.Name))
+	what := named{"state", s.Name}
 	if n.Kind == yaml.SequenceNode {
 		s.Transitions = l.transitions(n, 2)
 		return
@@ -826,7 +870,7 @@ func (l *yamlLoader) child(n *yaml.Node) *ChildRef {
 	}
 	c.Pos = l.pos(n)
 	hasPolicy := false
-	l.fields(n, 3, "child", []string{"policy", "roles"}, func(key string, _, v *yaml.Node) {
+	l.fields(n, 3, plain("child"), []string{"policy", "roles"}, func(key string, _, v *yaml.Node) {
 		switch key {
 		case "policy":
 			hasPolicy = true
@@ -877,8 +921,10 @@ func (l *yamlLoader) transition(n *yaml.Node, depth int) *Transition {
 		l.d.errorf(CodeInvalidValue, l.pos(n), "a transition must be a mapping such as {send: m, from: A, to: B, next: s}, not %s", kindName(n))
 		return nil
 	}
-	t := &Transition{Pos: l.pos(n)}
-	pairs := l.pairs(n, depth, true)
+	t := l.transitionSlab.new()
+	t.Pos = l.pos(n)
+	pairs, mark := l.tempPairs(n, depth)
+	defer l.dropPairs(mark)
 	kinds := 0
 	for _, pr := range pairs {
 		switch pr.key {
@@ -973,8 +1019,13 @@ func (l *yamlLoader) assigns(n *yaml.Node, depth int) []*Assign {
 		l.d.errorf(CodeInvalidValue, l.pos(n), "set must map variable names to expressions, not %s", kindName(n))
 		return nil
 	}
+	pairs, mark := l.tempPairs(n, depth)
+	defer l.dropPairs(mark)
 	var out []*Assign
-	for _, pr := range l.pairs(n, depth, true) {
+	if len(pairs) > 0 {
+		out = make([]*Assign, 0, len(pairs))
+	}
+	for _, pr := range pairs {
 		out = append(out, &Assign{Var: Ref{Name: pr.key, Pos: l.pos(pr.k)}, Expr: l.expr(pr.v, depth+1, "an expression")})
 	}
 	return out
