@@ -21,8 +21,8 @@ func (h *Handler) overBudget(i int, t *transProg) string {
 	if pr.budgetMessages > 0 && int(s.messages) >= pr.budgetMessages {
 		return fmt.Sprintf("the conversation has exchanged as many messages as its budget allows (%d)", s.messages)
 	}
-	if pr.budgetVisits > 0 && t.next < len(s.visits) && int(s.visits[t.next]) >= pr.budgetVisits {
-		return fmt.Sprintf("state %s has been entered as many times as the budget allows (%d)", policy.Quote(h.prog.states[t.next].name), s.visits[t.next])
+	if v := s.visitCounts(); pr.budgetVisits > 0 && t.next < len(v) && int(v[t.next]) >= pr.budgetVisits {
+		return fmt.Sprintf("state %s has been entered as many times as the budget allows (%d)", policy.Quote(h.prog.states[t.next].name), v[t.next])
 	}
 	return ""
 }
@@ -34,11 +34,12 @@ func (h *Handler) countVisit(i, st int) {
 		return
 	}
 	s := &h.sessions[i]
-	if len(s.visits) != len(h.prog.states) {
-		s.visits = make([]int32, len(h.prog.states))
+	if len(s.visitCounts()) != len(h.prog.states) {
+		v := make([]int32, len(h.prog.states))
+		s.visits = &v
 	}
-	if s.visits[st] < 1<<30 {
-		s.visits[st]++
+	if v := *s.visits; v[st] < 1<<30 {
+		v[st]++
 	}
 }
 
@@ -68,6 +69,10 @@ func (pr *Program) restoreBudget(s *session, ss *sessionSnapshot) error {
 			return fmt.Errorf("a state entered %d times", v)
 		}
 	}
-	s.messages, s.visits = ss.Messages, ss.Visits
+	s.messages = ss.Messages
+	if ss.Visits != nil {
+		v := ss.Visits
+		s.visits = &v
+	}
 	return nil
 }

@@ -123,19 +123,21 @@ type session struct {
 	// messages and visits count what the run budget bounds: messages
 	// exchanged, and entries into each state (nil without a visits
 	// budget).
-	messages   int32
-	visits     []int32
+	messages int32
+	// visits is behind a pointer, nil without a visits budget, so that
+	// a session without one (most) keeps a word for it, not a slice.
+	visits     *[]int32
 	lastSender string
 	content    map[string]any
 	// reply-with of the last two messages sent to this peer.
 	sent [2]string
-	// vars holds the variables set, nil for none. While varsShared it is
-	// a transition's litVars, shared with other sessions and never
-	// written: the next assignment that changes it writes a copy.
-	vars       map[string]any
-	varsShared bool
-	srcTimes   []int64 // the latest value of each deadline source (Unix nanoseconds)
-	src        [1]int64
+	// vars holds the variables set, nil for none. It may be a
+	// transition's litVars, shared with other sessions and never written
+	// (Program.sharesVars tells): the next assignment that changes it
+	// writes a copy.
+	vars     map[string]any
+	srcTimes []int64 // the latest value of each deadline source (Unix nanoseconds)
+	src      [1]int64
 	// commits holds the state of each commitment of the program, nil
 	// until one is created; it points into cm when one is enough.
 	commits []commitInst
@@ -207,6 +209,15 @@ func (h *Handler) peerSlots() []string {
 		return make([]string, n)
 	}
 	return h.peerArr[:len(h.prog.roles)]
+}
+
+// visitCounts returns the session's entries into each state, nil when
+// the budget does not bound visits.
+func (s *session) visitCounts() []int32 {
+	if s.visits == nil {
+		return nil
+	}
+	return *s.visits
 }
 
 func newSession(peer string) session {

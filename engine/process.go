@@ -512,17 +512,18 @@ func (h *Handler) assign(i int, t *transProg, m *forms.Message, at time.Time, ou
 		return false
 	}
 	s := &h.sessions[i]
+	shared := h.prog.sharesVars(s.vars)
 	switch {
 	case s.vars == nil && t.litVars != nil:
 		// The same variables for every session that had none: share them.
-		s.vars, s.varsShared = t.litVars, true
+		s.vars = t.litVars
 		return true
-	case s.varsShared && t.litVars != nil && holdsLiterals(s.vars, t.sets):
+	case shared && t.litVars != nil && holdsLiterals(s.vars, t.sets):
 		return true
-	case s.varsShared:
+	case shared:
 		vars := make(map[string]any, len(h.prog.vars))
 		maps.Copy(vars, s.vars)
-		s.vars, s.varsShared = vars, false
+		s.vars = vars
 	case s.vars == nil:
 		s.vars = make(map[string]any, len(h.prog.vars))
 	}

@@ -2,8 +2,10 @@ package engine
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"time"
+	"unsafe"
 
 	"github.com/parleyhq/parley/decision"
 	"github.com/parleyhq/parley/forms"
@@ -41,6 +43,21 @@ type Program struct {
 	// (policy.Budget), copied here for the step that checks them; 0 for
 	// none.
 	budgetMessages, budgetVisits int
+	// litVars holds the transitions' litVars, by mapID: the variables
+	// sessions share (see sharesVars).
+	litVars map[unsafe.Pointer]bool
+}
+
+// sharesVars says whether vars is a transition's litVars, which sessions
+// share and an assignment must not write.
+func (pr *Program) sharesVars(vars map[string]any) bool {
+	return vars != nil && pr.litVars[mapID(vars)]
+}
+
+// mapID identifies map m: two maps have the same ID only if they are the
+// same map.
+func mapID(m map[string]any) unsafe.Pointer {
+	return reflect.ValueOf(m).UnsafePointer()
 }
 
 type fieldSrc struct {
@@ -322,7 +339,12 @@ func build(p *policy.Policy, role string, proj *policy.Projection, o *compileOpt
 				tp.sets = append(tp.sets, set)
 				tp.setsReadMsg = tp.setsReadMsg || exprs[a.Expr].ReadsMsg()
 			}
-			tp.litVars = literalVars(tp.sets)
+			if tp.litVars = literalVars(tp.sets); tp.litVars != nil {
+				if pr.litVars == nil {
+					pr.litVars = map[unsafe.Pointer]bool{}
+				}
+				pr.litVars[mapID(tp.litVars)] = true
+			}
 			switch lt.Action {
 			case policy.ActionSend, policy.ActionReceive:
 				tp.key = t.MessageKey()

@@ -165,7 +165,7 @@ func (h *Handler) sessionSnapshot(s *session, commits []commitSnapshot) sessionS
 		Peer: s.peer, State: name(s.state), TimedOutFrom: name(s.timedOutFrom), Epoch: s.epoch, Ticket: s.ticket,
 		Deadlines: s.deadlines, LastReplyWith: s.lastReplyWith, LastInReplyTo: s.lastInReplyTo, LastSender: s.lastSender,
 		Content: s.content, Sent: s.sent, Vars: s.vars, SrcTimes: s.srcTimes,
-		Messages: s.messages, Visits: s.visits,
+		Messages: s.messages, Visits: s.visitCounts(),
 	}
 	if s.lastMsg > 0 {
 		ss.LastMessage = pr.msgs[s.lastMsg-1].name
