@@ -164,7 +164,9 @@ func (*CommitmentEvent) event()    {}
 // Queue collects output events. It reuses its storage: the events and
 // the messages it holds stay valid until Reset, which callers do before
 // each Process (or batch of them) to process without allocating. The zero
-// Queue is ready to use; a Queue is not safe for concurrent use.
+// Queue is ready to use; a Queue is not safe for concurrent use, and is
+// not to be copied once used (the copy would share its storage, and hand
+// out again what the first still holds).
 //
 // The reply-withs of the messages sent through a Queue (strings the
 // messages, the handlers and their peers keep) are cut from blocks of
