@@ -23,6 +23,10 @@ var (
 	// ErrContent is returned by Deliver for a message whose content breaks
 	// Limits.Content or holds a non-finite number (reported as PE015).
 	ErrContent = errors.New("agent: message content refused")
+	// ErrEnvelope is returned by Deliver for a message with an envelope
+	// string longer than Limits.MaxField, or an envelope longer than
+	// Limits.MaxEnvelope in all (reported as PE015).
+	ErrEnvelope = errors.New("agent: message envelope refused")
 	// ErrNoSuchAgent is returned by a Bus asked to deliver to an agent
 	// that is not connected.
 	ErrNoSuchAgent = errors.New("agent: no such agent")

@@ -287,6 +287,9 @@ func (m *Manager) Start(ctx context.Context, r StartRequest) (string, error) {
 	if err := forms.CheckContent(r.Data, m.o.limits.Content); err != nil {
 		return "", fmt.Errorf("agent: start %s: data: %w", r.Policy, err)
 	}
+	if len(r.ID) > m.o.limits.MaxField {
+		return "", fmt.Errorf("agent: start %s: the id is %d bytes, more than Limits.MaxField (%d)", r.Policy, len(r.ID), m.o.limits.MaxField)
+	}
 	id, fresh := r.ID, r.ID == ""
 	if fresh {
 		id = newID(m.self)
@@ -368,6 +371,11 @@ func (m *Manager) DeliverAcked(from string, msg *forms.Message, ack func()) erro
 		m.refused(msg, engine.CodeUnknownAgent, err.Error())
 		return err
 	}
+	if err := m.checkEnvelope(msg); err != nil {
+		err = fmt.Errorf("%w: %s from %s: %v", ErrEnvelope, policy.Quote(msg.Performative), policy.Quote(from), err)
+		m.refused(msg, engine.CodeContentLimit, err.Error())
+		return err
+	}
 	if err := forms.CheckContent(msg.Content, m.o.limits.Content); err != nil {
 		err = fmt.Errorf("%w: %s from %s: %v", ErrContent, policy.Quote(msg.Performative), policy.Quote(from), err)
 		m.refused(msg, engine.CodeContentLimit, err.Error())
@@ -392,6 +400,38 @@ func (m *Manager) DeliverAcked(from string, msg *forms.Message, ack func()) erro
 		in.extra = &inputExtra{ack: ack}
 	}
 	return m.workerOf(key).push(in, true)
+}
+
+// checkEnvelope says which of msg's envelope strings is longer than
+// Limits.MaxField, or whether they are longer than Limits.MaxEnvelope
+// together.
+func (m *Manager) checkEnvelope(msg *forms.Message) error {
+	l := m.o.limits
+	total := 0
+	for _, f := range [...]struct {
+		name, v string
+	}{
+		{"performative", msg.Performative}, {"sender", msg.Sender}, {"reply-to", msg.ReplyTo},
+		{"conversation id", msg.ConversationID}, {"reply-with", msg.ReplyWith}, {"in-reply-to", msg.InReplyTo},
+		{"protocol", msg.Protocol}, {"language", msg.Language}, {"encoding", msg.Encoding}, {"ontology", msg.Ontology},
+	} {
+		if len(f.v) > l.MaxField {
+			return fmt.Errorf("its %s is %d bytes, more than %d", f.name, len(f.v), l.MaxField)
+		}
+		total += len(f.v)
+	}
+	for _, r := range msg.Receivers {
+		if len(r) > l.MaxField {
+			return fmt.Errorf("a receiver is %d bytes, more than %d", len(r), l.MaxField)
+		}
+		if total += len(r); total > l.MaxEnvelope {
+			break
+		}
+	}
+	if total > l.MaxEnvelope {
+		return fmt.Errorf("its envelope is more than %d bytes", l.MaxEnvelope)
+	}
+	return nil
 }
 
 // opener returns the program that msg opens a new conversation of, or nil.

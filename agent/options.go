@@ -53,6 +53,20 @@ type Limits struct {
 	// MaxPerPeer is the most live conversations one peer may have opened
 	// with this agent; one more is refused (PE014). Default 10,000.
 	MaxPerPeer int
+	// MaxField is the most bytes of each string of a delivered message's
+	// envelope: its performative, sender, every receiver, reply-to,
+	// conversation id, reply-with, in-reply-to, protocol, language,
+	// encoding and ontology. A message beyond it is refused at Deliver
+	// with ErrEnvelope (reported as PE015), and Start refuses an ID
+	// beyond it. A store keys conversations by their ids: the default,
+	// 1,024, keeps every id well within what store/bolt accepts (32 KiB).
+	MaxField int
+	// MaxEnvelope is the most bytes all the strings of a delivered
+	// message's envelope hold together, its receivers included; a message
+	// beyond it is refused at Deliver with ErrEnvelope (reported as
+	// PE015). Default 1 MiB (1,048,576 bytes), room for a call for
+	// proposals to tens of thousands of receivers.
+	MaxEnvelope int
 	// Content bounds the content of a delivered message (nesting depth,
 	// nodes, bytes; non-finite numbers are always refused): a message
 	// beyond it is refused at Deliver with ErrContent. Default
@@ -82,6 +96,8 @@ var DefaultLimits = Limits{
 	MaxQueue:         1 << 16,
 	MaxConversations: 1_000_000,
 	MaxPerPeer:       10_000,
+	MaxField:         1 << 10,
+	MaxEnvelope:      1 << 20,
 	Content:          forms.DefaultLimits,
 	DecisionTimeout:  30 * time.Second,
 	SendTimeout:      10 * time.Second,
@@ -105,6 +121,8 @@ func WithLimits(l Limits) Option {
 		set("MaxConversations", &o.limits.MaxConversations, l.MaxConversations)
 		set("MaxPerPeer", &o.limits.MaxPerPeer, l.MaxPerPeer)
 		set("MaxOutbox", &o.limits.MaxOutbox, l.MaxOutbox)
+		set("MaxField", &o.limits.MaxField, l.MaxField)
+		set("MaxEnvelope", &o.limits.MaxEnvelope, l.MaxEnvelope)
 		for _, d := range []struct {
 			name string
 			dst  *time.Duration

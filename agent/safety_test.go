@@ -425,6 +425,58 @@ func TestContentIsBoundedAtTheBoundary(t *testing.T) {
 	}
 }
 
+func TestTheEnvelopeIsBoundedAtTheBoundary(t *testing.T) {
+	long := strings.Repeat("x", agent.DefaultLimits.MaxField+1)
+	many := make([]string, agent.DefaultLimits.MaxEnvelope/1000+1)
+	for i := range many {
+		many[i] = fmt.Sprintf("%01000d", i)
+	}
+	tests := []struct {
+		name   string
+		edit   func(m *forms.Message)
+		reason string
+	}{
+		{"conversation id", func(m *forms.Message) { m.ConversationID = long }, "its conversation id is 1025 bytes, more than 1024"},
+		{"reply-with", func(m *forms.Message) { m.ReplyWith = long }, "its reply-with is 1025 bytes"},
+		{"in-reply-to", func(m *forms.Message) { m.InReplyTo = long }, "its in-reply-to is 1025 bytes"},
+		{"performative", func(m *forms.Message) { m.Performative = long }, "its performative is 1025 bytes"},
+		{"ontology", func(m *forms.Message) { m.Ontology = long }, "its ontology is 1025 bytes"},
+		{"a receiver", func(m *forms.Message) { m.Receivers = append(m.Receivers, long) }, "a receiver is 1025 bytes"},
+		{"receivers in all", func(m *forms.Message) { m.Receivers = append(m.Receivers, many...) }, "its envelope is more than 1048576 bytes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t)
+			bob := w.agent("bob", bobOfRequest())
+			msg := &forms.Message{Performative: "request", Sender: "alice", Receivers: []string{"bob"}, ConversationID: "c", Protocol: "fipa-request", Content: map[string]any{"action": "paint"}}
+			tt.edit(msg)
+			err := bob.Deliver("alice", msg)
+			require.ErrorIs(t, err, agent.ErrEnvelope)
+			assert.Contains(t, err.Error(), tt.reason)
+			assert.Less(t, len(err.Error()), 300, "nothing unbounded is echoed")
+			w.settle()
+			assert.Zero(t, bob.Len())
+			assert.Equal(t, []engine.ErrorCode{engine.CodeContentLimit}, w.rec.codes())
+		})
+	}
+	t.Run("a chosen id at Start", func(t *testing.T) {
+		w := newWorld(t)
+		alice := w.agent("alice", nil)
+		_, err := alice.Start(context.Background(), agent.StartRequest{Policy: "fipa-request", Role: "Initiator", ID: long, Peers: map[string][]string{"Participant": {"bob"}}})
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "the id is 1025 bytes, more than Limits.MaxField (1024)")
+		assert.Zero(t, alice.Len())
+	})
+	t.Run("within the limits", func(t *testing.T) {
+		w := newWorld(t)
+		bob := w.agent("bob", nil, agent.WithLimits(agent.Limits{MaxField: 2048}))
+		msg := &forms.Message{Performative: "request", Sender: "alice", Receivers: []string{"bob"}, ConversationID: long, Protocol: "fipa-request", Content: map[string]any{"action": "paint"}}
+		require.NoError(t, bob.Deliver("alice", msg))
+		w.settle()
+		assert.Equal(t, 1, bob.Len())
+	})
+}
+
 func TestRegisterRefusesBrokenPolicies(t *testing.T) {
 	typo := strings.Replace(parentPolicy(t), "- {send: ask, from: Buyer, to: Seller, next: asked}", "- {send: ask, from: Buyer, to: Seller, next: asked, gaurd: 'true'}", 1)
 	p, ds := policy.LoadYAML("typo.yaml", []byte(typo))

@@ -421,3 +421,29 @@ func TestStartReturnsOnceItsFirstStepIsCommitted(t *testing.T) {
 type dropTransport struct{}
 
 func (dropTransport) Send(context.Context, *forms.Message) error { return nil }
+
+// TestAPeersOverlongConversationIDFailsNoCommit: a conversation id
+// longer than a bbolt key may be made every group commit that held it
+// fail, the other conversations' included. The manager refuses such a
+// message at Deliver (Limits.MaxField), and the conversations next to it
+// go on and are stored.
+func TestAPeersOverlongConversationIDFailsNoCommit(t *testing.T) {
+	s := newSite(t)
+	alice := s.start("alice", initiator)
+	bob := s.start("bob", performer)
+	long := &forms.Message{Performative: "request", Sender: "alice", Receivers: []string{"bob"}, ConversationID: strings.Repeat("c", 40<<10),
+		Protocol: "fipa-request", Content: map[string]any{"action": "paint"}}
+	err := bob.Deliver("alice", long)
+	require.ErrorIs(t, err, agent.ErrEnvelope)
+	assert.NotContains(t, err.Error(), strings.Repeat("c", 100), "the id is not echoed")
+	conv := request(t, alice)
+	s.settle()
+	out, err := alice.Wait(context.Background(), conv)
+	require.NoError(t, err)
+	assert.Equal(t, "result", out)
+	bob = s.restart(bob, performer)
+	st, err := bob.Status(context.Background(), conv)
+	require.NoError(t, err, "bob's commits of the conversation next to the refused one were stored")
+	assert.True(t, st.Done)
+	assert.Equal(t, []engine.ErrorCode{engine.CodeContentLimit}, s.codes)
+}
