@@ -75,21 +75,22 @@ var runs = sync.Pool{New: func() any { return &run{vm: vm.VM{MemoryBudget: polic
 func Compile(e *policy.Expr) (*Expression, error) {
 	tree, err := parser.Parse(e.Src)
 	if err != nil {
-		return compile(e, nil)
+		return compile(e, nil, new(Expression))
 	}
-	return compile(e, tree.Node)
+	return compile(e, &tree.Node, new(Expression))
 }
 
 // compile is Compile from e's syntax tree, nil when its source does not
-// parse.
-func compile(e *policy.Expr, tree ast.Node) (*Expression, error) {
-	x := &Expression{Src: e, readsMsg: true}
+// parse, into x (zero). The tree comes by a pointer, which ast.Walk
+// takes, so that walking it does not move it to the heap.
+func compile(e *policy.Expr, tree *ast.Node, x *Expression) (*Expression, error) {
+	x.Src, x.readsMsg = e, true
 	if tree != nil {
-		x.fast = fastNode(tree)
+		x.fast = fastNode(*tree)
 		var v msgReader
-		ast.Walk(&tree, &v)
+		ast.Walk(tree, &v)
 		x.readsMsg = v.reads
-		if _, ok := policy.ExprTypeOf(tree, envShape); ok {
+		if _, ok := policy.ExprTypeOf(*tree, envShape); ok {
 			return x, nil
 		}
 	}
@@ -107,7 +108,15 @@ func compile(e *policy.Expr, tree ast.Node) (*Expression, error) {
 // for one policy, and one goroutine at a time.
 type Compiler struct {
 	done map[*policy.Expr]compiled
+	// tree holds the tree Parsed was given while compile walks it.
+	tree ast.Node
+	// block is where Parsed's next Expressions come from: one
+	// allocation for many.
+	block []Expression
 }
+
+// exprBlock is how many Expressions a Compiler allocates at once.
+const exprBlock = 64
 
 type compiled struct {
 	x   *Expression
@@ -120,7 +129,17 @@ func (c *Compiler) Parsed(e *policy.Expr, tree ast.Node) {
 	if c.done == nil {
 		c.done = map[*policy.Expr]compiled{}
 	}
-	x, err := compile(e, tree)
+	if len(c.block) == 0 {
+		c.block = make([]Expression, exprBlock)
+	}
+	c.tree = tree
+	x, err := compile(e, &c.tree, &c.block[0])
+	c.tree = nil
+	if err == nil {
+		c.block = c.block[1:]
+	} else {
+		c.block[0] = Expression{} // not handed out: the next one's
+	}
 	c.done[e] = compiled{x, err}
 }
 

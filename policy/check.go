@@ -110,6 +110,8 @@ type checker struct {
 	initial int // -1 when unresolved
 	reach   []bool
 	toEnd   []bool
+	// predStart and predList hold each state's predecessors (see preds).
+	predStart, predList []int
 	// varsRead records the variables expressions read (set by the
 	// expressions check, used by the unused check).
 	varsRead  map[string]bool
@@ -124,6 +126,8 @@ type checker struct {
 	// an expression alone reads.
 	reads   varReads
 	oneRead map[string][]string
+	// results holds what compileExpr found of each expression.
+	results slab[exprResult]
 	// projections keeps the projection onto each role that talks, made
 	// by the projection check.
 	projections map[string]*Projection
@@ -159,17 +163,57 @@ func newChecker(p *Policy, o checkOptions) *checker {
 		putFirst(c.states, s.Name, i)
 	}
 	c.next = make([][]int, len(p.States))
+	edges := 0
+	for _, s := range p.States {
+		edges += len(s.Transitions)
+	}
+	// One array holds every state's successors.
+	flat := make([]int, edges)
 	for i, s := range p.States {
-		c.next[i] = make([]int, len(s.Transitions))
+		n := len(s.Transitions)
+		c.next[i], flat = flat[:n:n], flat[n:]
 		for j, t := range s.Transitions {
 			c.next[i][j] = c.stateIndex(t.Next.Name)
 		}
 	}
 	c.initial = c.stateIndex(p.Initial.Name)
 	c.reach = c.forward()
+	c.predecessors()
 	c.toEnd = c.backward()
 	return c
 }
+
+// predecessors indexes the transitions between declared states by the
+// state they enter, for preds.
+func (c *checker) predecessors() {
+	n := len(c.p.States)
+	start := make([]int, n+1)
+	for i := range c.next {
+		for _, j := range c.next[i] {
+			if j >= 0 {
+				start[j+1]++
+			}
+		}
+	}
+	for j := range n {
+		start[j+1] += start[j]
+	}
+	list := make([]int, start[n])
+	fill := slices.Clone(start[:n])
+	for i := range c.next {
+		for _, j := range c.next[i] {
+			if j >= 0 {
+				list[fill[j]] = i
+				fill[j]++
+			}
+		}
+	}
+	c.predStart, c.predList = start, list
+}
+
+// preds returns the states with a transition into state j, in the order
+// of the transitions (a state once for each).
+func (c *checker) preds(j int) []int { return c.predList[c.predStart[j]:c.predStart[j+1]] }
 
 func putFirst[V any](m map[string]V, k string, v V) {
 	if _, ok := m[k]; !ok && k != "" {
@@ -208,20 +252,18 @@ func (c *checker) forward() []bool {
 // backward marks the states from which a terminal state is reachable.
 func (c *checker) backward() []bool {
 	n := len(c.p.States)
-	preds := make([][]int, n)
-	for i := range c.next {
-		for _, j := range c.next[i] {
-			if j >= 0 {
-				preds[j] = append(preds[j], i)
-			}
-		}
-	}
 	ok := make([]bool, n)
 	var stack []int
 	for i, s := range c.p.States {
 		// A transition to an undeclared state is reported as such; where it
 		// leads is unknown, so it is not also reported as a trap.
-		unresolved := slices.ContainsFunc(s.Transitions, func(t *Transition) bool { return t.Next.Name != "" && c.stateIndex(t.Next.Name) < 0 })
+		unresolved := false
+		for j, t := range s.Transitions {
+			if t.Next.Name != "" && c.next[i][j] < 0 {
+				unresolved = true
+				break
+			}
+		}
 		if s.Kind == KindTerminal || unresolved {
 			ok[i] = true
 			stack = append(stack, i)
@@ -230,7 +272,7 @@ func (c *checker) backward() []bool {
 	for len(stack) > 0 {
 		j := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		for _, i := range preds[j] {
+		for _, i := range c.preds(j) {
 			if !ok[i] {
 				ok[i] = true
 				stack = append(stack, i)

@@ -81,15 +81,10 @@ func checkDischarge(c *checker, cm *Commitment) {
 	isDischarge := func(t *Transition) bool {
 		return t.Kind == SendMessage && slices.ContainsFunc(cm.Discharge, func(r Ref) bool { return r.Name == t.Message.Name })
 	}
-	n := len(c.p.States)
-	preds := make([][]int, n)
-	can := make([]bool, n)
+	can := make([]bool, len(c.p.States))
 	var stack []int
 	for i, s := range c.p.States {
-		for j, t := range s.Transitions {
-			if k := c.next[i][j]; k >= 0 {
-				preds[k] = append(preds[k], i)
-			}
+		for _, t := range s.Transitions {
 			if isDischarge(t) && !can[i] {
 				can[i] = true
 				stack = append(stack, i)
@@ -99,7 +94,7 @@ func checkDischarge(c *checker, cm *Commitment) {
 	for len(stack) > 0 {
 		k := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		for _, i := range preds[k] {
+		for _, i := range c.preds(k) {
 			if !can[i] {
 				can[i] = true
 				stack = append(stack, i)

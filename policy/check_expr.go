@@ -108,7 +108,7 @@ func (c *checker) compileExpr(e *Expr, env map[string]any) *exprResult {
 	if r, ok := c.exprCache[key]; ok {
 		return r
 	}
-	r := &exprResult{}
+	r := c.results.new()
 	if c.exprCache == nil {
 		c.exprCache = map[exprKey]*exprResult{}
 	}
@@ -121,18 +121,18 @@ func (c *checker) compileExpr(e *Expr, env map[string]any) *exprResult {
 		config = newExprConfig(env)
 		c.exprConfigs[key.env] = config
 	}
-	prog, stage, err := compileWith(src, config, func(tree ast.Node) bool {
+	prog, stage, err := compileWith(src, config, func(tree *ast.Node) bool {
 		if c.opts.parsed != nil {
-			c.opts.parsed(e, tree)
+			c.opts.parsed(e, *tree)
 		}
 		c.reads = c.reads[:0]
-		ast.Walk(&tree, &c.reads)
+		ast.Walk(tree, &c.reads)
 		slices.Sort(c.reads)
 		c.reads = slices.Compact(c.reads)
 		r.reads = c.readList(c.reads)
 		// A tree of the simple shapes is typed here, without expr's
 		// checker and compiler: it compiles, to a program of this type.
-		t, ok := ExprTypeOf(tree, env)
+		t, ok := ExprTypeOf(*tree, env)
 		r.got = t
 		return ok
 	})

@@ -60,18 +60,22 @@ func checkReachable(c *checker) {
 // every state behind the one meant. It returns nil when such a name
 // resembles no declared state.
 func (c *checker) reachThroughMisspellings() []bool {
-	names := c.stateNames()
+	var names []string // the states', once a name needs them
 	reach := make([]bool, len(c.p.States))
 	reach[c.initial] = true
-	queue := []int{c.initial}
-	for len(queue) > 0 {
-		i := queue[0]
-		queue = queue[1:]
+	// Each state is queued at most once.
+	queue := make([]int, 1, len(c.p.States))
+	queue[0] = c.initial
+	for head := 0; head < len(queue); head++ {
+		i := queue[head]
 		for k, j := range c.next[i] {
 			if j < 0 {
 				name := c.p.States[i].Transitions[k].Next.Name
 				if name == "" {
 					continue
+				}
+				if names == nil {
+					names = c.stateNames()
 				}
 				s := Suggest(name, names)
 				if s == "" {
@@ -110,11 +114,12 @@ func checkTermination(c *checker) {
 		return c.reach[i] && !c.toEnd[i] && len(c.p.States[i].Transitions) > 0
 	}
 	seen := make([]bool, n)
-	queue := []int{c.initial}
+	// Each state is queued at most once.
+	queue := make([]int, 1, n)
+	queue[0] = c.initial
 	seen[c.initial] = true
-	for len(queue) > 0 {
-		i := queue[0]
-		queue = queue[1:]
+	for head := 0; head < len(queue); head++ {
+		i := queue[head]
 		if trapped(i) && !covered[i] {
 			var region []string
 			stack := []int{i}

@@ -242,8 +242,10 @@ const (
 // compileExpr is CompileExpr, reporting at which stage it failed; parsed,
 // when not nil, sees the syntax tree before it is type-checked, and may
 // end the compile there (returning true: the program is then nil, and
-// the error too).
-func compileExpr(src string, env any, parsed func(ast.Node) (done bool)) (*vm.Program, exprStage, error) {
+// the error too). The tree is lent through a pointer to it, which a
+// caller that walks it (ast.Walk) can pass on without the tree's
+// interface value escaping to the heap.
+func compileExpr(src string, env any, parsed func(*ast.Node) (done bool)) (*vm.Program, exprStage, error) {
 	config, done := exprConfig(env)
 	defer done()
 	return compileWith(src, config, parsed)
@@ -251,7 +253,7 @@ func compileExpr(src string, env any, parsed func(ast.Node) (done bool)) (*vm.Pr
 
 // compileWith is compileExpr with the configuration of the environment,
 // which it uses for this compile alone.
-func compileWith(src string, config *conf.Config, parsed func(ast.Node) (done bool)) (*vm.Program, exprStage, error) {
+func compileWith(src string, config *conf.Config, parsed func(*ast.Node) (done bool)) (*vm.Program, exprStage, error) {
 	tree, err := parser.ParseWithConfig(src, config)
 	if err != nil {
 		var fe *file.Error
@@ -260,7 +262,7 @@ func compileWith(src string, config *conf.Config, parsed func(ast.Node) (done bo
 		}
 		return nil, exprParsed, err
 	}
-	if parsed != nil && parsed(tree.Node) {
+	if parsed != nil && parsed(&tree.Node) {
 		return nil, exprChecked, nil
 	}
 	if _, err := exprchecker.Check(tree, config); err != nil {

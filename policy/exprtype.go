@@ -188,7 +188,10 @@ func binaryType(op string, l, r reflect.Type) (reflect.Type, bool) {
 		if l == typeAny {
 			other = r
 		}
-		for _, k := range append(kinds, typeAny) {
+		if other == typeAny {
+			return unknown
+		}
+		for _, k := range kinds {
 			if other == k {
 				return unknown
 			}
