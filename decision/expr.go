@@ -107,7 +107,13 @@ func compile(e *policy.Expr, tree *ast.Node, x *Expression) (*Expression, error)
 // (policy.WithExprTrees), then Compile each expression. A Compiler is
 // for one policy, and one goroutine at a time.
 type Compiler struct {
-	done map[*policy.Expr]compiled
+	// parsed holds what Parsed compiled, in its order; Compile, asked
+	// for the expressions in that order (as the checks and engine.Check
+	// visit them), takes each from next. Asked for one out of order, it
+	// moves what is left to done, by expression.
+	parsed []compiled
+	next   int
+	done   map[*policy.Expr]compiled
 	// tree holds the tree Parsed was given while compile walks it.
 	tree ast.Node
 	// block is where Parsed's next Expressions come from: one
@@ -119,6 +125,7 @@ type Compiler struct {
 const exprBlock = 64
 
 type compiled struct {
+	e   *policy.Expr
 	x   *Expression
 	err error
 }
@@ -126,9 +133,6 @@ type compiled struct {
 // Parsed compiles e from its syntax tree, for Compile to return; it
 // keeps nothing of the tree.
 func (c *Compiler) Parsed(e *policy.Expr, tree ast.Node) {
-	if c.done == nil {
-		c.done = map[*policy.Expr]compiled{}
-	}
 	if len(c.block) == 0 {
 		c.block = make([]Expression, exprBlock)
 	}
@@ -140,13 +144,31 @@ func (c *Compiler) Parsed(e *policy.Expr, tree ast.Node) {
 	} else {
 		c.block[0] = Expression{} // not handed out: the next one's
 	}
-	c.done[e] = compiled{x, err}
+	if c.done != nil {
+		c.done[e] = compiled{e, x, err}
+		return
+	}
+	c.parsed = append(c.parsed, compiled{e, x, err})
 }
 
 // Compile returns what Compile(e) returns: e compiled from the tree
 // Parsed was given, or from its source when Parsed was not called with
 // it.
 func (c *Compiler) Compile(e *policy.Expr) (*Expression, error) {
+	if c.next < len(c.parsed) {
+		if r := c.parsed[c.next]; r.e == e {
+			c.parsed[c.next] = compiled{}
+			c.next++
+			return r.x, r.err
+		}
+		// Out of Parsed's order (an expression the checks did not parse
+		// again, as they do not a repeated one, or another order).
+		c.done = make(map[*policy.Expr]compiled, len(c.parsed)-c.next)
+		for _, r := range c.parsed[c.next:] {
+			c.done[r.e] = r
+		}
+		c.parsed, c.next = nil, 0
+	}
 	if r, ok := c.done[e]; ok {
 		delete(c.done, e)
 		return r.x, r.err

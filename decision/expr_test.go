@@ -240,3 +240,53 @@ states:
 		})
 	}
 }
+
+// TestCompilerHandsOutEachLentExpressionOnce checks that a Compiler
+// asked for the expressions in the order the checks lent them, or in
+// another, gives each compiled tree once and compiles an expression
+// asked for again from its source.
+func TestCompilerHandsOutEachLentExpressionOnce(t *testing.T) {
+	p, ds := policy.LoadYAML("c.yaml", []byte(`policy: c
+version: 1
+roles: [A, B]
+messages:
+  ask: {performative: request, fields: {n: int}}
+vars: {last: int}
+states:
+  start:
+    - {send: ask, from: A, to: B, next: asked, guard: 'vars.last < 10', set: {last: content.n + 1}}
+  asked:
+    - {send: ask, from: B, to: A, next: done, guard: 'vars.last > 2'}
+  done: {terminal: done}
+`))
+	require.False(t, ds.HasErrors(), "%v", ds)
+	tr0, tr1 := p.States[0].Transitions[0], p.States[1].Transitions[0]
+	inOrder := []*policy.Expr{tr0.Guard, tr0.Set[0].Expr, tr1.Guard}
+	tests := []struct {
+		name  string
+		order []*policy.Expr
+	}{
+		{name: "in the order lent", order: inOrder},
+		{name: "in reverse", order: []*policy.Expr{inOrder[2], inOrder[1], inOrder[0]}},
+		{name: "one skipped then asked", order: []*policy.Expr{inOrder[0], inOrder[2], inOrder[1]}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var c decision.Compiler
+			a := policy.Analyze(p, policy.WithExprTrees(c.Parsed))
+			require.Empty(t, a.Diagnostics)
+			first := map[*policy.Expr]*decision.Expression{}
+			for _, e := range tt.order {
+				x, err := c.Compile(e)
+				require.NoError(t, err)
+				assert.Same(t, e, x.Src)
+				first[e] = x
+			}
+			for _, e := range tt.order {
+				x, err := c.Compile(e)
+				require.NoError(t, err)
+				assert.NotSame(t, first[e], x, "%s is handed out once", e.Src)
+			}
+		})
+	}
+}
