@@ -42,7 +42,19 @@ func checkDeclarations(c *checker) {
 	kind("timer", declsOf(p.Timers, func(t *Timer) (string, Pos) { return t.Name, t.Pos }))
 	kind("variable", declsOf(p.Vars, func(f *Field) (string, Pos) { return f.Name, f.Pos }))
 	kind("commitment", declsOf(p.Commitments, func(cm *Commitment) (string, Pos) { return cm.Name, cm.Pos }))
-	kind("state", declsOf(p.States, func(s *State) (string, Pos) { return s.Name, s.Pos }))
+	// The checker has the states by name, the first of each: kindOf's
+	// checks without a map of their own.
+	for i, s := range p.States {
+		if s.Name == "" {
+			continue
+		}
+		if !ValidName(s.Name) {
+			c.d.errorf(CodeInvalidValue, s.Pos, "state name %s is not a valid name (letters, digits, _ and -, starting with a letter)", Quote(s.Name))
+		}
+		if j := c.states[s.Name]; j != i {
+			c.d.errorf(CodeDuplicate, s.Pos, "state %s is declared twice", Quote(s.Name)).related(p.States[j].Pos, "first declared here")
+		}
+	}
 	for _, m := range p.Messages {
 		kindOf("field", fmt.Sprintf(" of message type %s", Quote(m.Name)), declsOf(m.Fields, func(f *Field) (string, Pos) { return f.Name, f.Pos }))
 		if m.Performative != "" && !IsFIPA(m.Performative) && !declared[m.Performative] {

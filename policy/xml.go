@@ -79,6 +79,11 @@ type xmlLoader struct {
 	xels        slab[xel]
 	states      slab[State]
 	transitions slab[Transition]
+	exprs       slab[Expr]
+	assigns     slab[Assign]
+	// strays is the block an element's first piece of stray text is
+	// kept in (most elements that have one have one: an expression's).
+	strays []string
 }
 
 // xmlFrame is an element being read, with the text before its first
@@ -214,7 +219,15 @@ func (l *xmlLoader) charData(f *xmlFrame, data []byte, cdata bool) {
 		s = l.blank(data)
 	} else {
 		s = string(data)
-		f.e.stray = append(f.e.stray, s)
+		if f.e.stray == nil {
+			if len(l.strays) == 0 {
+				l.strays = make([]string, maxSlab)
+			}
+			l.strays[0] = s
+			f.e.stray, l.strays = l.strays[:1:1], l.strays[1:]
+		} else {
+			f.e.stray = append(f.e.stray, s)
+		}
 	}
 	if !f.leading {
 		return
@@ -348,7 +361,9 @@ func (l *xmlLoader) textExpr(e *xel, what string) *Expr {
 	}
 	// The text's continuation lines keep their indentation in src, so
 	// column c of one of them is column 1+c of its line in the file.
-	return &Expr{Src: src, Pos: l.posAt(off), Indent: 1}
+	x := l.exprs.new()
+	*x = Expr{Src: src, Pos: l.posAt(off), Indent: 1}
+	return x
 }
 
 // xattr is the first occurrence of an allowed attribute: its value and
@@ -828,7 +843,9 @@ func (l *xmlLoader) transition(e *xel) *Transition {
 			t.Guard = l.textExpr(c, "guard")
 		case "set":
 			ca := l.attrs(c, []string{"var"}, []string{"var"})
-			t.Set = append(t.Set, &Assign{Var: l.ref(ca, "var"), Expr: l.textExpr(c, "an expression")})
+			a := l.assigns.new()
+			*a = Assign{Var: l.ref(ca, "var"), Expr: l.textExpr(c, "an expression")}
+			t.Set = append(t.Set, a)
 		}
 	})
 	return t

@@ -118,6 +118,8 @@ type yamlLoader struct {
 	// The policy's states and transitions, from blocks.
 	stateSlab      slab[State]
 	transitionSlab slab[Transition]
+	exprSlab       slab[Expr]
+	assignSlab     slab[Assign]
 }
 
 func (l *yamlLoader) pos(n *yaml.Node) Pos { return Pos{File: l.file, Line: n.Line, Col: n.Column} }
@@ -418,7 +420,8 @@ func (l *yamlLoader) expr(n *yaml.Node, depth int, what string) *Expr {
 		l.d.errorf(CodeLimit, l.pos(n), "%s is %d bytes, more than the limit of %d", what, len(s), l.limits.MaxExprBytes)
 		return nil
 	}
-	e := &Expr{Src: s, Pos: l.pos(n)}
+	e := l.exprSlab.new()
+	*e = Expr{Src: s, Pos: l.pos(n)}
 	switch n.Style {
 	case yaml.DoubleQuotedStyle, yaml.SingleQuotedStyle:
 		e.Pos.Col++
@@ -1026,7 +1029,9 @@ func (l *yamlLoader) assigns(n *yaml.Node, depth int) []*Assign {
 		out = make([]*Assign, 0, len(pairs))
 	}
 	for _, pr := range pairs {
-		out = append(out, &Assign{Var: Ref{Name: pr.key, Pos: l.pos(pr.k)}, Expr: l.expr(pr.v, depth+1, "an expression")})
+		a := l.assignSlab.new()
+		*a = Assign{Var: Ref{Name: pr.key, Pos: l.pos(pr.k)}, Expr: l.expr(pr.v, depth+1, "an expression")}
+		out = append(out, a)
 	}
 	return out
 }
