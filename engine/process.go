@@ -104,7 +104,8 @@ func (h *Handler) received(e *MessageEvent, out *Queue) {
 	if s.state >= 0 {
 		fields = &pr.states[s.state].recvFields
 	}
-	if err := fields.CheckContent(m.Content, forms.DefaultLimits); err != nil {
+	kinds, err := fields.CheckContentKinds(m.Content, forms.DefaultLimits)
+	if err != nil {
 		h.protocolError(out, at, CodeContentLimit, i, m, false, "%s from %s was not applied: %v", h.perf(m), policy.Quote(m.Sender), err)
 		return
 	}
@@ -154,7 +155,9 @@ func (h *Handler) received(e *MessageEvent, out *Queue) {
 		}
 	}
 	if len(mt.form.Type.Fields) > 0 {
-		if err := mt.form.Validate(m.Content); err != nil {
+		// kinds are those of the state's receive fields, which fieldsAt
+		// places the form's in.
+		if err := mt.form.ValidateKinds(m.Content, kinds, mt.t.fieldsAt); err != nil {
 			h.protocolError(out, at, CodeInvalidContent, i, m, applied, "%v", err)
 			if !applied {
 				return

@@ -112,6 +112,9 @@ type transProg struct {
 	// variables after them in a session that had none set: every such
 	// session shares it until it writes a variable again (read-only).
 	litVars map[string]any
+	// fieldsAt holds the position of each field of form among its
+	// state's recvFields or sendFields (for forms.Form.ValidateKinds).
+	fieldsAt []int
 }
 
 type setProg struct {
@@ -374,6 +377,8 @@ func build(p *policy.Policy, role string, proj *policy.Projection, o *compileOpt
 		sp.terminal = sp.kind == policy.KindTerminal
 		sp.recvMatch, sp.sendMatch = hasMatchRule(pr, sp.recvs), hasMatchRule(pr, sp.sends)
 		sp.recvFields, sp.sendFields = fieldsOf(sp.recvs), fieldsOf(sp.sends)
+		placeFields(sp.recvs, &sp.recvFields)
+		placeFields(sp.sends, &sp.sendFields)
 		pr.states = append(pr.states, sp)
 	}
 	pr.initial = 0
@@ -388,6 +393,33 @@ func fieldsOf(list []transProg) forms.Fields {
 		fs[k] = list[k].form
 	}
 	return forms.FieldsOf(fs...)
+}
+
+// inOrder holds 0, 1, 2, ...: the fieldsAt of a form whose fields are
+// the first of its state's, in order (one alone, or the first), shared.
+var inOrder = func() []int {
+	at := make([]int, forms.MaxKinds)
+	for k := range at {
+		at[k] = k
+	}
+	return at
+}()
+
+// placeFields sets the fieldsAt of each transition of list: the position
+// of each field of its form among fs (see forms.Form.ValidateKinds).
+func placeFields(list []transProg, fs *forms.Fields) {
+	for k := range list {
+		t := &list[k]
+		fields := t.form.Type.Fields
+		at := make([]int, len(fields))
+		for i, fd := range fields {
+			at[i] = fs.Position(fd.Name)
+		}
+		if len(at) <= len(inOrder) && slices.Equal(at, inOrder[:len(at)]) {
+			at = inOrder[:len(at):len(at)]
+		}
+		t.fieldsAt = at
+	}
 }
 
 // allowText describes what a state accepts from peers, for the reason of

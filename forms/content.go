@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -154,43 +155,123 @@ func (fs *Fields) CheckContent(content map[string]any, l Limits) error {
 	if len(content) == 0 {
 		return nil
 	}
+	_, err := fs.check(content, l)
+	return err
+}
+
+// CheckContentKinds is CheckContent, which also returns the kinds of
+// the values it found under fs's first MaxKinds names when it decided
+// content by looking them up (zero, every kind unknown, otherwise), for
+// Form.ValidateKinds.
+func (fs *Fields) CheckContentKinds(content map[string]any, l Limits) (Kinds, error) {
+	if len(content) == 0 {
+		return fs.absent(), nil
+	}
 	return fs.check(content, l)
+}
+
+// absent returns the kinds of content without fields.
+func (fs *Fields) absent() Kinds {
+	var k Kinds
+	for j := range min(len(fs.names), MaxKinds) {
+		k = k.with(j, kindAbsent)
+	}
+	return k
 }
 
 // check looks up fs's names in content. Fields that are all scalars
 // (strings, bools, nil, integers, finite float64s) within the limits are
-// decided there; anything else is checked with a contentCheck.
-func (fs *Fields) check(content map[string]any, l Limits) error {
+// decided there, with their kinds; anything else is checked with a
+// contentCheck (and the kinds are unknown).
+func (fs *Fields) check(content map[string]any, l Limits) (Kinds, error) {
 	if len(content) > len(fs.names) {
-		return checkContent(content, l)
+		return 0, checkContent(content, l)
 	}
 	found, bytes := 0, 0
+	var kinds Kinds
 	for j, k := range fs.names {
 		v, ok := content[k]
 		if !ok {
+			kinds = kinds.with(j, kindAbsent)
 			continue
 		}
+		var kind kind
 		switch x := v.(type) {
 		case string:
 			bytes += len(x)
-		case nil, bool, int, int64, int32, int16, int8, uint, uint64, uint32, uint16, uint8, time.Duration:
+			kind = kindString
+		case nil:
+			kind = kindNil
+		case bool:
+			kind = kindBool
+		case int, int64, int32, int16, int8, uint, uint64, uint32, uint16, uint8:
+			kind = kindInt
+		case time.Duration:
+			kind = kindDuration
 		case float64:
 			if math.IsNaN(x) || math.IsInf(x, 0) {
-				return fs.checkFrom(j, found, bytes, content, l)
+				return 0, fs.checkFrom(j, found, bytes, content, l)
+			}
+			kind = kindFraction
+			if x == math.Trunc(x) {
+				kind = kindWhole
 			}
 		default: // a map, a list, a value of another type
-			return fs.checkFrom(j, found, bytes, content, l)
+			return 0, fs.checkFrom(j, found, bytes, content, l)
 		}
+		kinds = kinds.with(j, kind)
 		found++
 		bytes += len(k)
 	}
 	if found < len(content) {
-		return checkContent(content, l) // content holds a field fs does not name
+		return 0, checkContent(content, l) // content holds a field fs does not name
 	}
 	if l = l.orDefault(); found > l.MaxNodes || bytes > l.MaxBytes {
-		return fs.checkFrom(len(fs.names), found, bytes, content, l)
+		return 0, fs.checkFrom(len(fs.names), found, bytes, content, l)
 	}
-	return nil
+	return kinds, nil
+}
+
+// Position returns the index of name among fs's names, or -1.
+func (fs *Fields) Position(name string) int {
+	return slices.Index(fs.names, name)
+}
+
+// MaxKinds is how many fields' kinds a Kinds holds.
+const MaxKinds = 16
+
+// Kinds holds the kind of value content held under each of the first
+// MaxKinds names of a Fields, four bits each; the zero kind is unknown.
+type Kinds uint64
+
+type kind uint8
+
+const (
+	kindUnknown  kind = iota
+	kindAbsent        // no such field
+	kindNil           // the field holds nil
+	kindBool          // a bool
+	kindString        // a string
+	kindInt           // an integer of a Go integer type
+	kindWhole         // a finite float64 with no fraction
+	kindFraction      // a finite float64 with one
+	kindDuration      // a time.Duration
+)
+
+// with returns k with the j-th field's kind set (none beyond MaxKinds).
+func (k Kinds) with(j int, v kind) Kinds {
+	if j >= MaxKinds {
+		return k
+	}
+	return k | Kinds(v)<<(4*j)
+}
+
+// of returns the j-th field's kind (unknown for a j that is out of range).
+func (k Kinds) of(j int) kind {
+	if j < 0 || j >= MaxKinds {
+		return kindUnknown
+	}
+	return kind(k >> (4 * j) & 15)
 }
 
 // checkFrom goes on with check from fs's j-th name with a contentCheck:

@@ -102,6 +102,50 @@ func (f *Form) Validate(content map[string]any) error {
 	return nil
 }
 
+// ValidateKinds is Validate(content), with the same answer and error,
+// for content whose kinds (from Fields.CheckContentKinds of fields)
+// already tell that every field of the type has a value of its type or
+// is optional and missing: then it looks up none. at holds, for each
+// field of the type in order, its Position in fields. Any other content
+// (a kind unknown, or that does not fit) is validated by Validate.
+func (f *Form) ValidateKinds(content map[string]any, kinds Kinds, at []int) error {
+	if len(at) != len(f.Type.Fields) {
+		return f.Validate(content)
+	}
+	for i, fd := range f.Type.Fields {
+		if !fits(fd, kinds.of(at[i])) {
+			return f.Validate(content)
+		}
+	}
+	return nil
+}
+
+// fits says whether a value of kind k is one Validate accepts for field
+// fd; false when it cannot tell from the kind.
+func fits(fd *policy.Field, k kind) bool {
+	switch k {
+	case kindUnknown:
+		return false
+	case kindAbsent, kindNil:
+		return fd.Optional
+	}
+	switch fd.Type {
+	case policy.TypeString:
+		return k == kindString
+	case policy.TypeBool:
+		return k == kindBool
+	case policy.TypeNumber:
+		return k == kindInt || k == kindWhole || k == kindFraction
+	case policy.TypeInt:
+		return k == kindInt || k == kindWhole
+	case policy.TypeDuration:
+		return k == kindDuration
+	case policy.TypeTime, policy.TypeList, policy.TypeMap:
+		return false // a string to parse, or a value check does not decide
+	}
+	return true // any
+}
+
 // checkType returns why v is not a value of type t, or "".
 func checkType(t policy.FieldType, v any) string {
 	switch t {

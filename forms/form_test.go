@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -298,6 +299,50 @@ func fillEveryField(t *testing.T, m *forms.Message, at time.Time) {
 			f.Set(reflect.ValueOf(at))
 		default:
 			t.Fatalf("field %s of a kind the test does not fill", v.Type().Field(i).Name)
+		}
+	}
+}
+
+// ValidateKinds gives Validate's answer and error on every content the
+// kinds of Fields.CheckContentKinds describe: fields of every type,
+// optional or not, holding values of every kind or missing, looked up
+// through Fields that name them first, after others, or not at all.
+func TestValidateKindsAgreesWithValidate(t *testing.T) {
+	values := []any{nil, "x", "2026-03-01T09:00:30Z", "5s", true, 0, 3, int64(-2), uint8(7), 1.0, 1.5, -0.0,
+		float32(2), time.Second, time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC), []any{1}, map[string]any{}, json.Number("4")}
+	other := form(t, "other", "inform", nil, field("z", policy.TypeString, false), field("a", policy.TypeInt, true))
+	for _, typ := range policy.FieldTypes {
+		for _, optional := range []bool{false, true} {
+			f := form(t, "m", "inform", nil, field("a", typ, optional), field("b", policy.TypeNumber, true))
+			fieldsTests := []struct {
+				name   string
+				fields forms.Fields
+			}{
+				{"the form's fields", forms.FieldsOf(f)},
+				{"after another form's", forms.FieldsOf(other, f)},
+				{"none", forms.FieldsOf()},
+			}
+			for _, ft := range fieldsTests {
+				t.Run(string(typ)+"/"+strconv.FormatBool(optional)+"/"+ft.name, func(t *testing.T) {
+					fs := ft.fields
+					at := []int{fs.Position("a"), fs.Position("b")}
+					contents := []map[string]any{nil, {}}
+					for _, v := range values {
+						contents = append(contents, map[string]any{"a": v}, map[string]any{"a": v, "b": 2}, map[string]any{"a": v, "b": "no"})
+					}
+					for _, c := range contents {
+						kinds, err := fs.CheckContentKinds(c, forms.DefaultLimits)
+						require.Equal(t, forms.CheckContent(c, forms.DefaultLimits), err, "content %v", c)
+						if err != nil {
+							continue
+						}
+						want := f.Validate(c)
+						assert.Equal(t, want, f.ValidateKinds(c, kinds, at), "content %v", c)
+						assert.Equal(t, want, f.ValidateKinds(c, 0, at), "content %v, no kinds", c)
+						assert.Equal(t, want, f.ValidateKinds(c, kinds, at[:1]), "content %v, positions of another form", c)
+					}
+				})
+			}
 		}
 	}
 }
