@@ -2,6 +2,7 @@ package policy
 
 import (
 	"reflect"
+	"sync"
 
 	"github.com/expr-lang/expr/ast"
 )
@@ -139,15 +140,51 @@ func fieldOf(t reflect.Type, name string) (reflect.Type, bool) {
 	case t.Kind() != reflect.Struct:
 		return nil, false
 	}
+	info := structInfoOf(t)
+	if info.methods[name] {
+		return nil, false // expr prefers a method of that name
+	}
+	f, ok := info.fields[name]
+	return f, ok
+}
+
+// structInfo is what fieldOf reads of a struct type: the exported
+// methods of a pointer to it, and its exported fields by name (the tag
+// expr:"name", or the field's name; the first of a name) up to its
+// first embedded field, behind which fieldOf finds nothing.
+type structInfo struct {
+	methods map[string]bool
+	fields  map[string]reflect.Type
+}
+
+// structInfos caches structInfo by type, up to maxStructInfos types
+// (then it starts again): the checks type many expressions against the
+// few environment types of a policy.
+var structInfos struct {
+	sync.Mutex
+	m map[reflect.Type]*structInfo
+}
+
+const maxStructInfos = 1024
+
+func structInfoOf(t reflect.Type) *structInfo {
+	structInfos.Lock()
+	info := structInfos.m[t]
+	structInfos.Unlock()
+	if info != nil {
+		return info
+	}
+	info = &structInfo{fields: map[string]reflect.Type{}}
 	if pt := reflect.PointerTo(t); pt.NumMethod() > 0 {
-		if _, ok := pt.MethodByName(name); ok {
-			return nil, false // expr prefers a method of that name
+		info.methods = make(map[string]bool, pt.NumMethod())
+		for i := range pt.NumMethod() {
+			info.methods[pt.Method(i).Name] = true
 		}
 	}
 	for i := range t.NumField() {
 		f := t.Field(i)
 		if f.Anonymous {
-			return nil, false
+			break
 		}
 		if !f.IsExported() {
 			continue
@@ -156,11 +193,17 @@ func fieldOf(t reflect.Type, name string) (reflect.Type, bool) {
 		if !ok {
 			tag = f.Name
 		}
-		if tag == name {
-			return f.Type, true
+		if _, dup := info.fields[tag]; !dup {
+			info.fields[tag] = f.Type
 		}
 	}
-	return nil, false
+	structInfos.Lock()
+	if structInfos.m == nil || len(structInfos.m) >= maxStructInfos {
+		structInfos.m = map[reflect.Type]*structInfo{}
+	}
+	structInfos.m[t] = info
+	structInfos.Unlock()
+	return info
 }
 
 // inType types key in r, where r is a struct, a map of string keys or a

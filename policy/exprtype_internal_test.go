@@ -136,3 +136,51 @@ func assertTypeAgrees(t *testing.T, src string, env any) {
 	}
 	assert.Equal(t, want, got, src)
 }
+
+// fieldShapes has what fieldOf must tell apart: a tag and a name, a
+// repeated tag (the first counts), an unexported field, a method, and an
+// embedded field behind which nothing is found.
+type fieldShapes struct {
+	Tagged string `expr:"t"`
+	Plain  int
+	Again  bool `expr:"t"`
+	hidden int
+	Meter  int
+	Envelope
+	After int
+}
+
+func (*fieldShapes) Meter2() {}
+
+func (*fieldShapes) ExprMeter() {}
+
+// TestFieldOfReadsAStructAsExprDoes checks fieldOf, whose reading of a
+// struct type is cached, on each shape, twice (the second from the
+// cache).
+func TestFieldOfReadsAStructAsExprDoes(t *testing.T) {
+	typ := reflect.TypeFor[fieldShapes]()
+	tests := []struct {
+		name string
+		want reflect.Type
+		ok   bool
+	}{
+		{name: "t", want: reflect.TypeFor[string](), ok: true},
+		{name: "Tagged"},
+		{name: "Plain", want: reflect.TypeFor[int](), ok: true},
+		{name: "hidden"},
+		{name: "Meter", want: reflect.TypeFor[int](), ok: true},
+		{name: "ExprMeter"},
+		{name: "Meter2"},
+		{name: "After"},
+		{name: "missing"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for range 2 {
+				got, ok := fieldOf(typ, tt.name)
+				assert.Equal(t, tt.ok, ok)
+				assert.Equal(t, tt.want, got)
+			}
+		})
+	}
+}
