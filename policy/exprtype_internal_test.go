@@ -144,7 +144,7 @@ type fieldShapes struct {
 	Tagged string `expr:"t"`
 	Plain  int
 	Again  bool `expr:"t"`
-	hidden int
+	hidden int  //lint:ignore U1000 the unexported field fieldOf must skip
 	Meter  int
 	Envelope
 	After int

@@ -3,7 +3,6 @@ package policy
 import (
 	"fmt"
 	"regexp"
-	"slices"
 )
 
 // Suggest returns the candidate nearest to name by edit distance (a swap
@@ -75,13 +74,3 @@ var namePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
 // variable, commitment or state: a letter or underscore, then letters,
 // digits, underscores and hyphens.
 func ValidName(s string) bool { return len(s) <= 128 && namePattern.MatchString(s) }
-
-// sortedKeys returns the keys of m in order.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
