@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -85,6 +86,28 @@ func (w *worker) remove(id string) {
 	w.m.total.Add(-1)
 }
 
+// peerOpt is the WithPeers option start made last, kept for the next
+// conversation that binds the same agents to the same role: a worker's
+// conversations mostly have the same peer, and building the option is
+// an allocation. agents is its own copy of the caller's.
+type peerOpt struct {
+	role   string
+	agents []string
+	opt    engine.HandlerOption
+}
+
+// withPeers is engine.WithPeers(role, agents...), the one made last when
+// it binds the same agents to role.
+func (w *worker) withPeers(role string, agents []string) engine.HandlerOption {
+	p := &w.peerOpt
+	if p.opt != nil && p.role == role && slices.Equal(p.agents, agents) {
+		return p.opt
+	}
+	p.role, p.agents = role, slices.Clone(agents)
+	p.opt = engine.WithPeers(role, p.agents...)
+	return p.opt
+}
+
 // start creates a conversation and starts its handler.
 func (w *worker) start(id string, req *startReq, now time.Time) error {
 	m := w.m
@@ -99,7 +122,7 @@ func (w *worker) start(id string, req *startReq, now time.Time) error {
 	var optBuf [4]engine.HandlerOption
 	opts := optBuf[:0]
 	for role, agents := range req.peers {
-		opts = append(opts, engine.WithPeers(role, agents...))
+		opts = append(opts, w.withPeers(role, agents))
 	}
 	if req.data != nil {
 		opts = append(opts, engine.WithContent(req.data))

@@ -116,6 +116,8 @@ type worker struct {
 	// there is no observer (which may).
 	answerEv engine.DecisionEvent
 	msgEv    engine.MessageEvent
+	// peerOpt is the WithPeers option start made last (see withPeers).
+	peerOpt peerOpt
 }
 
 func newWorker(m *Manager) *worker {
