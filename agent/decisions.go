@@ -12,18 +12,22 @@ import (
 	"github.com/parleyhq/parley/decision"
 )
 
-// decisionJob is one decision that decision logic takes off the worker,
-// with everything it needs in one allocation: its own copy of the
-// request (and room for its choices, see newDecisionJob), its context,
-// and the result it brings back to the worker (an inDecided input points
-// to it). Its timeout is a timer of the worker's (timeout), so that a
-// decision costs no clock timer of its own.
+// decisionJob is one decision that decision logic takes off the worker:
+// its own copy of the request, its context, and the result it brings
+// back to the worker (an inDecided input points to it). Its timeout is a
+// timer of the worker's (timeout), so that a decision costs no clock
+// timer of its own. The worker reuses a job once it is done with it (see
+// releaseJob); what decision logic may keep past its call, the context
+// and the request's vars, choices and sessions, is allocated afresh for
+// every decision.
 type decisionJob struct {
 	w      *worker
 	conv   string
 	ticket uint64
 	req    decision.Request
-	ctx    decisionCtx
+	ctx    *decisionCtx
+	// held says the job is among its conversation's decisions.
+	held bool
 	// abort says decision logic panicked; answer and err are what it
 	// returned.
 	abort   bool
@@ -32,36 +36,47 @@ type decisionJob struct {
 	err     error
 }
 
-// A decision job is allocated with room for the copy of its request's
-// choices when they fit: most points offer one to three (two keep the job
-// within a 352-byte size class), a FIPA Request participant's first
-// offers six.
+// A decision's context is allocated with room for the copy of its
+// request's choices when they fit: most points offer one to three (two
+// keep it within an 80-byte size class), a FIPA Request participant's
+// first offers six.
 type (
-	jobFew struct {
-		j       decisionJob
+	ctxFew struct {
+		ctx     decisionCtx
 		choices [2]string
 	}
-	jobMany struct {
-		j       decisionJob
+	ctxMany struct {
+		ctx     decisionCtx
 		choices [6]string
 	}
 )
 
+// maxFreeJobs bounds the decision jobs a worker keeps for reuse.
+const maxFreeJobs = 64
+
 // newDecisionJob copies req for decision logic: vars, choices and
 // sessions are copied, so that decision logic may keep or change them;
-// content is shared, and read-only.
+// content is shared, and read-only. The job is one w released, if any.
 func newDecisionJob(w *worker, c *conversation, ticket uint64, req *decision.Request, deadline time.Time) *decisionJob {
 	var j *decisionJob
+	if n := len(w.freeJobs); n > 0 {
+		j = w.freeJobs[n-1]
+		w.freeJobs[n-1] = nil
+		w.freeJobs = w.freeJobs[:n-1]
+		*j = decisionJob{}
+	} else {
+		j = new(decisionJob)
+	}
 	var room []string
 	switch n := len(req.Choices); {
-	case n <= len(jobFew{}.choices):
-		x := new(jobFew)
-		j, room = &x.j, x.choices[:0:len(x.choices)]
-	case n <= len(jobMany{}.choices):
-		x := new(jobMany)
-		j, room = &x.j, x.choices[:0:len(x.choices)]
+	case n <= len(ctxFew{}.choices):
+		x := new(ctxFew)
+		j.ctx, room = &x.ctx, x.choices[:0:len(x.choices)]
+	case n <= len(ctxMany{}.choices):
+		x := new(ctxMany)
+		j.ctx, room = &x.ctx, x.choices[:0:len(x.choices)]
 	default:
-		j = new(decisionJob)
+		j.ctx = new(decisionCtx)
 	}
 	j.w, j.conv, j.ticket, j.req = w, c.id, ticket, *req
 	j.ctx.deadline = deadline
@@ -78,6 +93,17 @@ func newDecisionJob(w *worker, c *conversation, ticket uint64, req *decision.Req
 	return j
 }
 
+// releaseJob keeps j for the next decision once its result came back
+// (decision logic returned, and its goroutine no longer touches it),
+// unless its conversation still holds it or its timeout is armed.
+func (w *worker) releaseJob(j *decisionJob) {
+	if j.held || j.timeout != nil || len(w.freeJobs) >= maxFreeJobs {
+		return
+	}
+	*j = decisionJob{}
+	w.freeJobs = append(w.freeJobs, j)
+}
+
 // run runs decision logic on a goroutine of the pool and hands the
 // result to the worker. The policy's decide expressions are looked up
 // here, by the policy the request names before decision logic sees it.
@@ -85,7 +111,7 @@ func (j *decisionJob) run() {
 	m := j.w.m
 	defer m.inflight.Add(-1)
 	bound := m.reg.Load().bound[j.req.Policy]
-	j.answer, j.err, j.abort = m.runDecision(&j.ctx, j.conv, j.ticket, &j.req, bound)
+	j.answer, j.err, j.abort = m.runDecision(j.ctx, j.conv, j.ticket, &j.req, bound)
 	j.ctx.cancel(context.Canceled)
 	_ = j.w.push(input{kind: inDecided, conv: j.conv, ticket: j.ticket, job: j}, false) // fails only once closed
 }
@@ -165,6 +191,7 @@ func (w *worker) startDecision(c *conversation, ticket uint64, req *decision.Req
 		c.decisions = c.decisionBuf[:0]
 	}
 	c.decisions = append(c.decisions, j)
+	j.held = true
 	m.inflight.Add(1)
 	m.deciders.run(j)
 }
@@ -188,6 +215,7 @@ func (w *worker) dropDecision(c *conversation, i int, err error) {
 		j.timeout = nil
 	}
 	j.ctx.cancel(err)
+	j.held = false
 	c.decisions = slices.Delete(c.decisions, i, i+1) // clears the freed slot
 }
 

@@ -5,9 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -75,4 +79,60 @@ func TestADecisionThatFailsIsReportedWithItsPoint(t *testing.T) {
 			assert.Equal(t, "start", recs[0]["point"])
 		})
 	}
+}
+
+// kept is what decision logic kept of one decision past its call: its
+// context, its request's choices and vars, and copies of both made
+// during the call.
+type kept struct {
+	ctx                 context.Context
+	choices, choicesNow []string
+	vars, varsNow       map[string]any
+}
+
+// TestWhatADeciderKeepsOutlivesTheReusedJob: the manager reuses a
+// decision's job for later decisions, so a context, choices or vars that
+// decision logic kept past its call must not be the job's: at every
+// later decision, of this and other conversations, each context kept
+// before is still ended and each kept copy unchanged.
+func TestWhatADeciderKeepsOutlivesTheReusedJob(t *testing.T) {
+	w := newWorld(t)
+	var mu sync.Mutex
+	var all []kept
+	var changed []string
+	check := func() {
+		for i, k := range all {
+			if k.ctx.Err() == nil {
+				changed = append(changed, fmt.Sprintf("decision %d's context", i))
+			}
+			if !slices.Equal(k.choicesNow, k.choices) {
+				changed = append(changed, fmt.Sprintf("decision %d's choices", i))
+			}
+			if !maps.Equal(k.varsNow, k.vars) {
+				changed = append(changed, fmt.Sprintf("decision %d's vars", i))
+			}
+		}
+	}
+	keep := func(d decision.Decider) decision.Decider {
+		return decision.Func(func(ctx context.Context, req *decision.Request) (decision.Answer, error) {
+			mu.Lock()
+			check()
+			all = append(all, kept{ctx: ctx, choices: req.Choices, choicesNow: slices.Clone(req.Choices), vars: req.Vars, varsNow: maps.Clone(req.Vars)})
+			mu.Unlock()
+			return d.Decide(ctx, req)
+		})
+	}
+	w.agent("bob", keep(bobOfRequest()))
+	alice := w.agent("alice", keep(script{"start": {Choice: "request", Content: map[string]any{"action": "x"}, ReplyBy: mt0.Add(time.Minute)}}))
+	ctx := context.Background()
+	for range 8 {
+		_, err := alice.Start(ctx, agent.StartRequest{Policy: "fipa-request", Role: "Initiator", Peers: map[string][]string{"Participant": {"bob"}}})
+		require.NoError(t, err)
+		w.settle()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	check()
+	require.GreaterOrEqual(t, len(all), 24, "alice decides at least once in each conversation, bob twice")
+	assert.Empty(t, changed)
 }

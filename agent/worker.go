@@ -118,6 +118,8 @@ type worker struct {
 	msgEv    engine.MessageEvent
 	// peerOpt is the WithPeers option start made last (see withPeers).
 	peerOpt peerOpt
+	// freeJobs holds decision jobs for reuse, at most maxFreeJobs.
+	freeJobs []*decisionJob
 }
 
 func newWorker(m *Manager) *worker {
@@ -330,6 +332,7 @@ func (w *worker) handle(in *input) {
 		if c := w.convs[in.conv]; c != nil {
 			w.decided(c, in.ticket, in.job, now)
 		}
+		w.releaseJob(in.job)
 	case inSendFailed:
 		if c := w.convs[in.conv]; c != nil && !w.kept(in.msg) {
 			w.abort(c, "send failed: "+in.extra.err.Error(), now)
