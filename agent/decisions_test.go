@@ -83,8 +83,9 @@ func TestADecisionThatFailsIsReportedWithItsPoint(t *testing.T) {
 
 // kept is what decision logic kept of one decision past its call: its
 // context, its request's choices and vars, and copies of both made
-// during the call.
+// during the call; round is the conversation it was made in.
 type kept struct {
+	round               int
 	ctx                 context.Context
 	choices, choicesNow []string
 	vars, varsNow       map[string]any
@@ -93,16 +94,17 @@ type kept struct {
 // TestWhatADeciderKeepsOutlivesTheReusedJob: the manager reuses a
 // decision's job for later decisions, so a context, choices or vars that
 // decision logic kept past its call must not be the job's: at every
-// later decision, of this and other conversations, each context kept
-// before is still ended and each kept copy unchanged.
+// decision, each context kept in a conversation that ended before is
+// still ended, and each kept copy unchanged.
 func TestWhatADeciderKeepsOutlivesTheReusedJob(t *testing.T) {
 	w := newWorld(t)
 	var mu sync.Mutex
 	var all []kept
 	var changed []string
+	round := 0
 	check := func() {
 		for i, k := range all {
-			if k.ctx.Err() == nil {
+			if k.round < round && k.ctx.Err() == nil {
 				changed = append(changed, fmt.Sprintf("decision %d's context", i))
 			}
 			if !slices.Equal(k.choicesNow, k.choices) {
@@ -117,7 +119,7 @@ func TestWhatADeciderKeepsOutlivesTheReusedJob(t *testing.T) {
 		return decision.Func(func(ctx context.Context, req *decision.Request) (decision.Answer, error) {
 			mu.Lock()
 			check()
-			all = append(all, kept{ctx: ctx, choices: req.Choices, choicesNow: slices.Clone(req.Choices), vars: req.Vars, varsNow: maps.Clone(req.Vars)})
+			all = append(all, kept{round: round, ctx: ctx, choices: req.Choices, choicesNow: slices.Clone(req.Choices), vars: req.Vars, varsNow: maps.Clone(req.Vars)})
 			mu.Unlock()
 			return d.Decide(ctx, req)
 		})
@@ -125,13 +127,17 @@ func TestWhatADeciderKeepsOutlivesTheReusedJob(t *testing.T) {
 	w.agent("bob", keep(bobOfRequest()))
 	alice := w.agent("alice", keep(script{"start": {Choice: "request", Content: map[string]any{"action": "x"}, ReplyBy: mt0.Add(time.Minute)}}))
 	ctx := context.Background()
-	for range 8 {
+	for i := range 8 {
+		mu.Lock()
+		round = i
+		mu.Unlock()
 		_, err := alice.Start(ctx, agent.StartRequest{Policy: "fipa-request", Role: "Initiator", Peers: map[string][]string{"Participant": {"bob"}}})
 		require.NoError(t, err)
 		w.settle()
 	}
 	mu.Lock()
 	defer mu.Unlock()
+	round++
 	check()
 	require.GreaterOrEqual(t, len(all), 24, "alice decides at least once in each conversation, bob twice")
 	assert.Empty(t, changed)
