@@ -113,7 +113,7 @@ func (w *worker) start(id string, req *startReq, now time.Time) error {
 	m := w.m
 	// A fresh id (128 random bits) is no ended conversation's: only a
 	// caller's id is looked up among the tombstones, a large map.
-	if w.convs[id] != nil || !req.fresh && w.tombs[id] != nil {
+	if w.convs[id] != nil || !req.fresh && w.tomb(id) != nil {
 		return fmt.Errorf("%w: %s", ErrConversationExists, policy.Quote(id))
 	}
 	if !m.reserve() {
@@ -160,7 +160,7 @@ func (w *worker) message(msg *forms.Message, ack func(), now time.Time) {
 	}
 	c := w.convs[msg.ConversationID]
 	if c == nil {
-		if t := w.tombs[msg.ConversationID]; t != nil {
+		if t := w.tomb(msg.ConversationID); t != nil {
 			w.late(t, msg, now)
 			return
 		}

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"slices"
 	"time"
@@ -69,7 +70,7 @@ func (w *worker) retire(c *conversation) {
 			}
 		}
 		delete(w.convs, c.id)
-		w.tombs[c.id] = t
+		w.putTomb(t)
 		if c.children == 0 { // no child points to it
 			w.retired = append(w.retired, c)
 		}
@@ -163,10 +164,51 @@ func (w *worker) sweep(now time.Time) {
 				w.d.forget(c)
 			}
 		} else {
-			delete(w.tombs, t.id)
+			w.dropTomb(t)
 			w.m.total.Add(-1)
 		}
 		*t = tombstone{} // its slab may live on: hold nothing
+	}
+}
+
+// tombKey is the key of id's tombstone in tombs: a 64-bit hash of id
+// under the worker's random seed, so that tombs holds no strings for the
+// collector to scan and rehashes without reading them.
+func (w *worker) tombKey(id string) uint64 { return maphash.String(w.seed, id) }
+
+// tomb returns the tombstone of conversation id, or nil. A key that
+// leads to another id's tombstone is no match: the tombstone of an id
+// whose key was taken already is in collided.
+func (w *worker) tomb(id string) *tombstone {
+	if t := w.tombs[w.tombKey(id)]; t != nil && t.id == id {
+		return t
+	}
+	if len(w.collided) == 0 {
+		return nil
+	}
+	return w.collided[id]
+}
+
+// putTomb holds t, by its id's key, or in collided when that key is
+// another id's.
+func (w *worker) putTomb(t *tombstone) {
+	k := w.tombKey(t.id)
+	if o := w.tombs[k]; o != nil && o.id != t.id {
+		if w.collided == nil {
+			w.collided = map[string]*tombstone{}
+		}
+		w.collided[t.id] = t
+		return
+	}
+	w.tombs[k] = t
+}
+
+// dropTomb forgets t, held by putTomb.
+func (w *worker) dropTomb(t *tombstone) {
+	if k := w.tombKey(t.id); w.tombs[k] == t {
+		delete(w.tombs, k)
+	} else if w.collided[t.id] == t {
+		delete(w.collided, t.id)
 	}
 }
 

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"hash/maphash"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -95,11 +96,16 @@ type worker struct {
 	exited       chan struct{}
 
 	// convs holds the worker's conversations by id, live ones and those
-	// ended and kept whole; tombs the tombstones of the others. oldest to
+	// ended and kept whole; tombs the tombstones of the others, by
+	// tombKey (see tomb), and collided those whose key another id's
+	// tombstone holds (nil until one does; a 64-bit key under a random
+	// seed collides about never). oldest to
 	// newest, linked by next, are every ended conversation within its
 	// retention, in the order they ended.
 	convs          map[string]*conversation
-	tombs          map[string]*tombstone
+	tombs          map[uint64]*tombstone
+	collided       map[string]*tombstone
+	seed           maphash.Seed
 	oldest, newest *tombstone
 	// slab holds the tombstones made last, and room for more (see
 	// tombSlab). retired holds the conversations the current input
@@ -123,7 +129,7 @@ type worker struct {
 }
 
 func newWorker(m *Manager) *worker {
-	w := &worker{m: m, wake: make(chan struct{}, 1), exited: make(chan struct{}), convs: map[string]*conversation{}, tombs: map[string]*tombstone{}}
+	w := &worker{m: m, wake: make(chan struct{}, 1), exited: make(chan struct{}), convs: map[string]*conversation{}, tombs: map[uint64]*tombstone{}, seed: maphash.MakeSeed()}
 	w.timers.w = w
 	w.out = newOutbox(w)
 	if m.o.store != nil {
@@ -325,7 +331,7 @@ func (w *worker) handle(in *input) {
 	case inAnswer:
 		if c := w.convs[in.conv]; c != nil {
 			w.answer(c, in.ticket, in.extra.answer, now)
-		} else if t := w.tombs[in.conv]; t != nil {
+		} else if t := w.tomb(in.conv); t != nil {
 			w.lateAnswer(t, in.ticket, now, in)
 		}
 	case inDecided:
@@ -355,8 +361,8 @@ func (w *worker) handle(in *input) {
 func (w *worker) wait(in *input) {
 	c := w.convs[in.conv]
 	switch {
-	case c == nil && w.tombs[in.conv] != nil:
-		in.extra.wait <- w.tombs[in.conv].result()
+	case c == nil && w.tomb(in.conv) != nil:
+		in.extra.wait <- w.tomb(in.conv).result()
 	case c == nil:
 		in.extra.wait <- waitResult{err: noConversation(in.conv)}
 	case c.h.Done():
@@ -372,7 +378,7 @@ func (w *worker) wait(in *input) {
 func (w *worker) status(in *input) {
 	c := w.convs[in.conv]
 	if c == nil {
-		if t := w.tombs[in.conv]; t != nil {
+		if t := w.tomb(in.conv); t != nil {
 			in.extra.status <- statusResult{status: t.status()}
 			return
 		}

@@ -1,0 +1,46 @@
+package agent
+
+import (
+	"hash/maphash"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// TestATombstoneWhoseKeyIsTakenIsStillFound: tombstones are held by a
+// 64-bit hash of their id. When that key holds another id's tombstone
+// already (here a's, put under b's key as if their hashes collided), b's
+// tombstone is kept beside it, each id finds its own, and forgetting b's
+// leaves a's.
+func TestATombstoneWhoseKeyIsTakenIsStillFound(t *testing.T) {
+	tests := []struct {
+		name string
+		ids  []string // ids whose tombstones are put, after a's
+	}{
+		{"a fresh key", []string{"c"}},
+		{"a taken key", []string{"b"}},
+		{"a taken key and a fresh one", []string{"b", "c"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := &worker{tombs: map[uint64]*tombstone{}, seed: maphash.MakeSeed()}
+			a := &tombstone{id: "a"}
+			w.tombs[w.tombKey("b")] = a
+			put := map[string]*tombstone{}
+			for _, id := range tt.ids {
+				put[id] = &tombstone{id: id}
+				w.putTomb(put[id])
+			}
+			assert.Same(t, a, w.tombs[w.tombKey("b")], "a's tombstone keeps its key")
+			for id, x := range put {
+				assert.Same(t, x, w.tomb(id), "%s finds its own tombstone", id)
+			}
+			assert.Nil(t, w.tomb("d"), "an id without a tombstone finds none")
+			for id, x := range put {
+				w.dropTomb(x)
+				assert.Nil(t, w.tomb(id), "%s's tombstone is forgotten", id)
+			}
+			assert.Same(t, a, w.tombs[w.tombKey("b")], "a's tombstone is not forgotten with the others")
+		})
+	}
+}
