@@ -60,6 +60,9 @@ func WithPeers(role string, agents ...string) HandlerOption {
 		}
 		if idx == h.prog.manyRole {
 			h.sessions = slices.Grow(h.sessions, len(agents))
+			if h.many.bySender == nil {
+				h.many.bySender = make(map[string]int, len(agents))
+			}
 			for _, a := range agents {
 				h.addSession(a)
 			}
@@ -616,6 +619,7 @@ func (h *Handler) releaseJoin(at time.Time, out *Queue) {
 		if first {
 			e.Request = req
 			e.Request.Peer, e.Request.Content, e.Request.Vars = "", nil, nil
+			e.Request.Sessions = make([]decision.Session, 0, h.many.atJoin)
 			first = false
 		}
 		e.Request.Sessions = append(e.Request.Sessions, decision.Session{Peer: s.peer, Choices: req.Choices, Content: s.content, Vars: s.vars})
