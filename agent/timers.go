@@ -10,11 +10,23 @@ import (
 	"github.com/parleyhq/parley/internal/timerheap"
 )
 
-// timers holds the armed timers of all of a worker's conversations,
-// earliest first; one clock timer (the alarm) is set for the earliest.
+// timers holds the armed timers of all of a worker's conversations; one
+// clock timer (the alarm) is set for the earliest. Most timers are armed
+// for one of a few spans past the moment they are armed (every
+// decision's timeout is Limits.DecisionTimeout, a policy's timer its
+// duration), so their deadlines come in order: those go to the lane of
+// their span, a list in deadline order where arming is an append and
+// cancelling an unlink. A timer whose span has no lane, or whose
+// deadline is earlier than its lane's last (a clock that moved back, a
+// deadline restored from a store), goes to the heap. Timers fire in the
+// order of their deadlines, and of their arming for equal deadlines,
+// across the lanes and the heap.
 type timers struct {
-	w        *worker
-	heap     timerheap.Heap[*timer]
+	w     *worker
+	heap  timerheap.Heap[*timer]
+	lanes [timerLanes]lane
+	// seq counts the timers armed, in the order they were armed.
+	seq      uint64
 	alarm    ClockTimer
 	alarmAt  time.Time
 	alarmGen uint64
@@ -25,13 +37,45 @@ type timers struct {
 	free    []*timer
 }
 
+// timerLanes is how many spans have a lane at once; an empty lane is
+// taken by the next span that has none.
+const timerLanes = 4
+
+// lane holds, from first to last, timers armed span before their
+// deadlines, in deadline order.
+type lane struct {
+	span        time.Duration
+	first, last *timer
+}
+
 // timer is an armed timer of a conversation: one of its policy's
-// (ev), or the timeout of a decision (job).
+// (ev), or the timeout of a decision (job). at is its deadline, and sec,
+// nsec and seq its place in the firing order. In a lane (ln) it is
+// linked to its neighbours; in the heap h holds its place.
 type timer struct {
-	conv *conversation
-	ev   engine.TimerEvent
-	job  *decisionJob
-	h    timerheap.Handle
+	conv       *conversation
+	ev         engine.TimerEvent
+	job        *decisionJob
+	at         time.Time
+	sec        int64
+	nsec       int32
+	seq        uint64
+	ln         *lane
+	prev, next *timer
+	h          timerheap.Handle
+}
+
+// before reports whether t fires before u: it is due earlier (on the
+// wall clock, as the heap orders), or at the same time and was armed
+// first.
+func (t *timer) before(u *timer) bool {
+	if t.sec != u.sec {
+		return t.sec < u.sec
+	}
+	if t.nsec != u.nsec {
+		return t.nsec < u.nsec
+	}
+	return t.seq < u.seq
 }
 
 // apply carries out a handler's TimerEvent.
@@ -40,14 +84,11 @@ func (ts *timers) apply(c *conversation, e *engine.TimerEvent, now time.Time) {
 	case engine.TimerSet:
 		t := ts.newTimer()
 		t.conv, t.ev = c, *e
-		t.h = ts.heap.Push(e.Deadline, t)
 		if c.timers == nil {
 			c.timers = c.timerBuf[:0]
 		}
 		c.timers = append(c.timers, t)
-		if _, first, _ := ts.heap.Peek(); first == t {
-			ts.rearm(now)
-		}
+		ts.arm(t, e.Deadline, now)
 	case engine.TimerCancel:
 		for i, t := range c.timers {
 			if t.ev.Name == e.Name && t.ev.Commitment == e.Commitment && t.ev.Session == e.Session && t.ev.Epoch == e.Epoch {
@@ -62,18 +103,84 @@ func (ts *timers) apply(c *conversation, e *engine.TimerEvent, now time.Time) {
 func (ts *timers) schedule(c *conversation, j *decisionJob, deadline, now time.Time) *timer {
 	t := ts.newTimer()
 	t.conv, t.job = c, j
-	t.h = ts.heap.Push(deadline, t)
-	if _, first, _ := ts.heap.Peek(); first == t {
+	ts.arm(t, deadline, now)
+	return t
+}
+
+// arm puts t, due at, in the lane of its span or else in the heap, and
+// sets the alarm for it if it is now the earliest.
+func (ts *timers) arm(t *timer, at, now time.Time) {
+	ts.seq++
+	t.at, t.sec, t.nsec, t.seq = at, at.Unix(), int32(at.Nanosecond()), ts.seq
+	if l := ts.lane(at.Sub(now), t); l != nil {
+		t.ln, t.prev = l, l.last
+		if l.last != nil {
+			l.last.next = t
+		} else {
+			l.first = t
+		}
+		l.last = t
+	} else {
+		t.h = ts.heap.Push(at, t)
+	}
+	if ts.first() == t {
 		ts.rearm(now)
+	}
+}
+
+// lane returns the lane t, armed span before its deadline, goes to the
+// end of: the lane of span, or an empty one, which becomes span's. It
+// returns nil when no lane is free, or t would come before the last
+// timer of span's lane.
+func (ts *timers) lane(span time.Duration, t *timer) *lane {
+	var empty *lane
+	for i := range ts.lanes {
+		l := &ts.lanes[i]
+		switch {
+		case l.first != nil && l.span == span:
+			if t.before(l.last) {
+				return nil
+			}
+			return l
+		case l.first == nil && empty == nil:
+			empty = l
+		}
+	}
+	if empty != nil {
+		empty.span = span
+	}
+	return empty
+}
+
+// first returns the timer that fires first, or nil when none is armed.
+func (ts *timers) first() *timer {
+	_, t, _ := ts.heap.Peek()
+	for i := range ts.lanes {
+		if f := ts.lanes[i].first; f != nil && (t == nil || f.before(t)) {
+			t = f
+		}
 	}
 	return t
 }
 
-// release takes t off the heap and keeps it for reuse: a policy timer
-// (unschedule also drops it from its conversation) or a decision's
-// timeout.
+// release takes t off its lane or the heap and keeps it for reuse: a
+// policy timer (unschedule also drops it from its conversation) or a
+// decision's timeout.
 func (ts *timers) release(t *timer) {
-	ts.heap.Remove(t.h)
+	if l := t.ln; l != nil {
+		if t.prev != nil {
+			t.prev.next = t.next
+		} else {
+			l.first = t.next
+		}
+		if t.next != nil {
+			t.next.prev = t.prev
+		} else {
+			l.last = t.prev
+		}
+	} else {
+		ts.heap.Remove(t.h)
+	}
 	*t = timer{}
 	ts.free = append(ts.free, t)
 }
@@ -108,10 +215,11 @@ func (ts *timers) newTimer() *timer {
 // rearm sets the alarm for the earliest timer, unless it is already set
 // for then.
 func (ts *timers) rearm(now time.Time) {
-	at, _, ok := ts.heap.Peek()
-	if !ok || ts.alarm != nil && ts.alarmAt.Equal(at) {
+	t := ts.first()
+	if t == nil || ts.alarm != nil && ts.alarmAt.Equal(t.at) {
 		return
 	}
+	at := t.at
 	if ts.alarm != nil {
 		ts.alarm.Stop()
 	}
@@ -164,8 +272,8 @@ func (ts *timers) fire(gen uint64, now time.Time) {
 	}
 	var fired map[*conversation]int
 	for {
-		at, t, ok := ts.heap.Peek()
-		if !ok || at.After(now) {
+		t := ts.first()
+		if t == nil || t.at.After(now) {
 			break
 		}
 		if j := t.job; j != nil {
@@ -207,7 +315,7 @@ func (ts *timers) fire(gen uint64, now time.Time) {
 // processed at now: a timer that fell due comes first, as it would
 // have if its alarm had already gone off.
 func (ts *timers) due(now time.Time) {
-	if at, _, ok := ts.heap.Peek(); ok && !at.After(now) {
+	if t := ts.first(); t != nil && !t.at.After(now) {
 		ts.fire(0, now)
 	}
 }
