@@ -82,8 +82,11 @@ import (
 // formatVersion is the version of the records. A file of format 1
 // (conversations as JSON, no log), 2 (the conversations' table keyed by
 // their ids) or 3 (the log inside the bbolt file) is converted when it
-// is opened; a file of another version is refused.
-const formatVersion = "4"
+// is opened; one of format 4 (outbox entries as JSON) is read as it is,
+// since format 5 reads both kinds of outbox entries, and marked format
+// 5, which earlier releases refuse; a file of another version is
+// refused.
+const formatVersion = "5"
 
 // defaultCheckpoint is the log size at which a commit folds the log into
 // the conversations (WithCheckpointSize).
@@ -177,7 +180,7 @@ type Store struct {
 	lastOut  map[uint64]int
 	lost     []walLost
 	entry    entry
-	json     outboxJSON
+	out      outboxEncoder
 	// slots gives the slot (key) of each conversation of the table, by
 	// id, and next the slot the next new one takes; moved is how a
 	// checkpoint changes slots, for its commit to apply once done.
@@ -199,11 +202,11 @@ type convOp struct {
 	del      bool
 }
 
-// outOp is a put (json) or a removal (del) of outbox entry seq.
+// outOp is a put (rec) or a removal (del) of outbox entry seq.
 type outOp struct {
-	seq  uint64
-	json []byte
-	del  bool
+	seq uint64
+	rec []byte
+	del bool
 }
 
 var _ agent.Store = (*Store)(nil)
@@ -293,7 +296,7 @@ func (s *Store) openTables() error {
 		meta := tx.Bucket(bucketMeta)
 		v := meta.Get(keyVersion)
 		switch {
-		case v == nil, string(v) == "3":
+		case v == nil, string(v) == "3", string(v) == "4":
 		case string(v) == "1":
 			if err := convertFormat1(tx); err != nil {
 				return err
@@ -309,16 +312,18 @@ func (s *Store) openTables() error {
 			return fmt.Errorf("records of format %s, this version reads format %s", policy.Quote(string(v)), formatVersion)
 		}
 		s.indexSlots(tx.Bucket(bucketConversations))
-		if string(v) == formatVersion {
+		if string(v) != formatVersion {
+			if err := meta.Put(keyVersion, []byte(formatVersion)); err != nil {
+				return err
+			}
+		}
+		if string(v) == formatVersion || string(v) == "4" {
 			cp := meta.Get(keyCheckpoint)
 			if len(cp) != 8 {
 				return fmt.Errorf("unreadable checkpoint %x", cp)
 			}
 			s.seq = binary.BigEndian.Uint64(cp)
 			return nil
-		}
-		if err := meta.Put(keyVersion, []byte(formatVersion)); err != nil {
-			return err
 		}
 		fresh = true
 		return s.foldLog(tx)
@@ -557,7 +562,7 @@ func (s *Store) apply(seq uint64, v []byte, convs map[string]agent.StoredConvers
 		delete(convs, string(id))
 	}
 	for _, o := range e.out {
-		if oe, ok := decodeOutbox(o.seq, o.json); ok {
+		if oe, ok := decodeOutbox(o.seq, o.rec); ok {
 			out[o.seq] = oe
 		} else {
 			bad = append(bad, fmt.Errorf("%s commit %d: unreadable outbox entry %d", s.wal.path, seq, o.seq))
@@ -590,7 +595,7 @@ func (s *Store) Commit(b *agent.Batch) error {
 		s.window = slices.Grow(s.window, max(n, 64<<10, min(cap(s.window), s.checkpoint-cap(s.window))))
 	}
 	var err error
-	if s.window, err = appendEntry(appendWALHeader(s.window), b, &s.json); err != nil {
+	if s.window, err = appendEntry(appendWALHeader(s.window), b, &s.out); err != nil {
 		s.window = s.window[:start]
 		return fmt.Errorf("store %s: %w", s.path, err)
 	}
@@ -693,7 +698,7 @@ func (s *Store) index(rec []byte) error {
 		s.convOp(convOp{key: id, del: true})
 	}
 	for _, o := range e.out {
-		s.outOp(outOp{seq: o.seq, json: o.json})
+		s.outOp(outOp{seq: o.seq, rec: o.rec})
 	}
 	for _, seq := range e.acked {
 		s.outOp(outOp{seq: seq, del: true})
@@ -777,7 +782,7 @@ func (s *Store) fold(tx *bbolt.Tx, seq uint64) error {
 		if s.outOps[i].del {
 			err = outbox.Delete(k)
 		} else {
-			err = outbox.Put(k, s.outOps[i].json)
+			err = outbox.Put(k, s.outOps[i].rec)
 		}
 		if err != nil {
 			return err
@@ -817,15 +822,6 @@ func deleteLogExcept(log *bbolt.Bucket, keep [][]byte) error {
 		}
 	}
 	return nil
-}
-
-// decodeOutbox decodes the JSON of outbox entry seq.
-func decodeOutbox(seq uint64, v []byte) (agent.OutboxEntry, bool) {
-	var e agent.OutboxEntry
-	if json.Unmarshal(v, &e) != nil || e.Message == nil || e.Seq != seq {
-		return agent.OutboxEntry{}, false
-	}
-	return e, true
 }
 
 // Close folds the log into the tables (a checkpoint, when the log holds

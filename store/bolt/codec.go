@@ -11,17 +11,18 @@ import (
 	"github.com/parleyhq/parley/agent"
 )
 
-// The records of formats 2 to 4 are binary: a conversation is its
+// The records of formats 2 to 5 are binary: a conversation is its
 // fields in a fixed order, each string and byte slice as a uvarint
 // length and its bytes, each number as a uvarint, the end time as Unix
 // nanoseconds (0 for none). A log entry is what a commit changed (see
 // appendEntry), each list as a uvarint count and its items. JSON (of
 // format 1) spent a third of a commit's time, and base64 made the
-// handler's snapshot a third longer. Outbox entries stay JSON, for their
-// messages' content. Format 3 keys the conversations' table by slot (8
-// bytes, big-endian), where format 2 keyed it by id; format 4 keeps the
-// log entries in a file of their own (see wal.go), where format 3 kept
-// them in the bbolt file.
+// handler's snapshot a third longer. Format 3 keys the conversations'
+// table by slot (8 bytes, big-endian), where format 2 keyed it by id;
+// format 4 keeps the log entries in a file of their own (see wal.go),
+// where format 3 kept them in the bbolt file. Outbox entries were JSON
+// up to format 4, and are binary records from format 5 (see outbox.go),
+// which reads both.
 
 // maxField bounds one string or byte slice of a record (16 MiB): a
 // corrupt length is an unreadable record, not an allocation.
@@ -104,9 +105,10 @@ func stringSize(s string) int { return uvarintSize(uint64(len(s))) + len(s) }
 
 // appendEntry encodes what a commit changes: the conversations it puts,
 // each record behind its length, the ids it deletes, the outbox entries
-// it adds or replaces (their JSON, as the outbox table holds them) and
-// the sequence numbers of those it removes. It appends to b.
-func appendEntry(b []byte, c *agent.Batch, j *outboxJSON) ([]byte, error) {
+// it adds or replaces (each its sequence number and its record, as the
+// outbox table holds it, behind its length) and the sequence numbers of
+// those it removes. It appends to b.
+func appendEntry(b []byte, c *agent.Batch, o *outboxEncoder) ([]byte, error) {
 	b = binary.AppendUvarint(b, uint64(len(c.Put)))
 	for i := range c.Put {
 		b = binary.AppendUvarint(b, uint64(conversationSize(&c.Put[i])))
@@ -119,7 +121,7 @@ func appendEntry(b []byte, c *agent.Batch, j *outboxJSON) ([]byte, error) {
 	b = binary.AppendUvarint(b, uint64(len(c.Send)+len(c.Update)))
 	for _, list := range [][]agent.OutboxEntry{c.Send, c.Update} {
 		for i := range list {
-			v, err := j.encode(&list[i])
+			v, err := o.encode(&list[i])
 			if err != nil {
 				return nil, fmt.Errorf("outbox entry %d: %w", list[i].Seq, err)
 			}
@@ -141,11 +143,11 @@ func entrySize(c *agent.Batch) int {
 	for i := range c.Put {
 		n += 256 + len(c.Put[i].Handler)
 	}
-	return n + 512*(len(c.Send)+len(c.Update))
+	return n + 256*(len(c.Send)+len(c.Update))
 }
 
-// outboxJSON encodes outbox entries as JSON, as json.Marshal does, into
-// one buffer it reuses.
+// outboxJSON encodes outbox entries as JSON, as json.Marshal does (and
+// format 4 did), into one buffer it reuses.
 type outboxJSON struct {
 	buf bytes.Buffer
 	enc *json.Encoder
@@ -261,8 +263,8 @@ func decodeConversation(b []byte) (agent.StoredConversation, error) {
 
 // entry is a decoded log entry: the conversation records it puts,
 // undecoded, the ids it deletes, the outbox entries it puts (by sequence
-// number, their JSON) and those it removes. Each is a slice of the bytes
-// decoded.
+// number, their records, undecoded) and those it removes. Each is a
+// slice of the bytes decoded.
 type entry struct {
 	put   [][]byte
 	del   [][]byte
@@ -271,12 +273,12 @@ type entry struct {
 }
 
 type outRecord struct {
-	seq  uint64
-	json []byte
+	seq uint64
+	rec []byte
 }
 
 // decodeEntry splits a log entry into its records; it decodes none of
-// them (see decodeConversation and recordKey).
+// them (see decodeConversation, recordKey and decodeOutbox).
 func decodeEntry(b []byte) (entry, error) {
 	var e entry
 	err := e.decode(b)
@@ -298,7 +300,7 @@ func (e *entry) decode(b []byte) error {
 	}
 	for n := r.count(); n > 0 && r.err == nil; n-- {
 		seq := r.uvarint()
-		e.out = append(e.out, outRecord{seq: seq, json: r.bytes()})
+		e.out = append(e.out, outRecord{seq: seq, rec: r.bytes()})
 	}
 	for n := r.count(); n > 0 && r.err == nil; n-- {
 		e.acked = append(e.acked, r.uvarint())

@@ -21,9 +21,11 @@ func FuzzDecodeEntry(f *testing.F) {
 			Send: []agent.OutboxEntry{{Seq: 7, Conversation: "c1", Message: msg, Pending: []string{"bob"}}}, Acked: []uint64{3}},
 		{},
 	} {
-		e, err := appendEntry(nil, &b, &outboxJSON{})
-		require.NoError(f, err)
-		f.Add(e)
+		for _, enc := range []outboxEncoder{{}, {format4: true}} {
+			e, err := appendEntry(nil, &b, &enc)
+			require.NoError(f, err)
+			f.Add(e)
+		}
 	}
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -46,7 +48,7 @@ func FuzzDecodeEntry(f *testing.F) {
 			assert.Equal(t, sc, again, "a decoded record encodes to itself")
 		}
 		for _, o := range e.out {
-			decodeOutbox(o.seq, o.json)
+			decodeOutbox(o.seq, o.rec)
 		}
 	})
 }

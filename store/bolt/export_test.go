@@ -10,7 +10,7 @@ import (
 )
 
 // EncodeEntry is the log entry of a commit of b.
-func EncodeEntry(b *agent.Batch) ([]byte, error) { return appendEntry(nil, b, &outboxJSON{}) }
+func EncodeEntry(b *agent.Batch) ([]byte, error) { return appendEntry(nil, b, &outboxEncoder{}) }
 
 // WriteFormat3 writes a file of format 3 at path: empty tables, and in
 // the log kept inside the bbolt file the entries of log, numbered from

@@ -107,7 +107,7 @@ func TestAFileOfFormat2IsConverted(t *testing.T) {
 		{ID: "c3", Policy: "p", Role: "B", Fingerprint: "f", Handler: []byte("three")},
 	}
 	logged := agent.Batch{Put: []agent.StoredConversation{{ID: "c2", Policy: "p", Role: "B", Fingerprint: "f", Handler: []byte("two again")}}, Delete: []string{"c3"}}
-	rec, err := appendEntry(nil, &logged, &outboxJSON{})
+	rec, err := appendEntry(nil, &logged, &outboxEncoder{format4: true})
 	require.NoError(t, err)
 	require.NoError(t, db.Update(func(tx *bbolt.Tx) error {
 		for _, name := range [][]byte{bucketMeta, bucketConversations, bucketLog, bucketOutbox} {

@@ -207,7 +207,7 @@ func TestAFileOfFormat3IsConverted(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "old.db")
 	var log [][]byte
 	for _, b := range []*agent.Batch{put("c1", "1"), put("c2", "2"), {Delete: []string{"c1"}}, put("c2", "2 again")} {
-		rec, err := appendEntry(nil, b, &outboxJSON{})
+		rec, err := appendEntry(nil, b, &outboxEncoder{format4: true})
 		require.NoError(t, err)
 		log = append(log, rec)
 	}
