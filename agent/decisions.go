@@ -51,29 +51,36 @@ type (
 	}
 )
 
+// ctxSlab is how many decision contexts of a size a worker allocates at
+// once: one allocation stands for 32 decisions. Each decision gets a
+// context of its own, never reused, as decision logic may keep it; a
+// context kept past its decision keeps the memory of its slab (2.5 KB,
+// or 4.5 KB for six choices) until it is dropped.
+const ctxSlab = 32
+
 // maxFreeJobs bounds the decision jobs a worker keeps for reuse.
 const maxFreeJobs = 64
 
 // newDecisionJob copies req for decision logic: vars, choices and
 // sessions are copied, so that decision logic may keep or change them;
-// content is shared, and read-only. The job is one w released, if any.
+// content is shared, and read-only. The job is one w released, if any
+// (releaseJob cleared it), and its context a fresh one from w's slabs.
 func newDecisionJob(w *worker, c *conversation, ticket uint64, req *decision.Request, deadline time.Time) *decisionJob {
 	var j *decisionJob
 	if n := len(w.freeJobs); n > 0 {
 		j = w.freeJobs[n-1]
 		w.freeJobs[n-1] = nil
 		w.freeJobs = w.freeJobs[:n-1]
-		*j = decisionJob{}
 	} else {
 		j = new(decisionJob)
 	}
 	var room []string
 	switch n := len(req.Choices); {
 	case n <= len(ctxFew{}.choices):
-		x := new(ctxFew)
+		x := nextInSlab(&w.fewCtxs)
 		j.ctx, room = &x.ctx, x.choices[:0:len(x.choices)]
 	case n <= len(ctxMany{}.choices):
-		x := new(ctxMany)
+		x := nextInSlab(&w.manyCtxs)
 		j.ctx, room = &x.ctx, x.choices[:0:len(x.choices)]
 	default:
 		j.ctx = new(decisionCtx)
@@ -91,6 +98,19 @@ func newDecisionJob(w *worker, c *conversation, ticket uint64, req *decision.Req
 		}
 	}
 	return j
+}
+
+// nextInSlab returns the next unused element of *slab, which starts a
+// new slab of ctxSlab elements when it is full. An element is handed out
+// once.
+func nextInSlab[T any](slab *[]T) *T {
+	s := *slab
+	if len(s) == cap(s) {
+		s = make([]T, 0, ctxSlab)
+	}
+	s = s[:len(s)+1]
+	*slab = s
+	return &s[len(s)-1]
 }
 
 // releaseJob keeps j for the next decision once its result came back

@@ -124,8 +124,12 @@ type worker struct {
 	msgEv    engine.MessageEvent
 	// peerOpt is the WithPeers option start made last (see withPeers).
 	peerOpt peerOpt
-	// freeJobs holds decision jobs for reuse, at most maxFreeJobs.
+	// freeJobs holds decision jobs for reuse, at most maxFreeJobs;
+	// fewCtxs and manyCtxs the decision contexts allocated last, and room
+	// for more (see ctxSlab).
 	freeJobs []*decisionJob
+	fewCtxs  []ctxFew
+	manyCtxs []ctxMany
 }
 
 func newWorker(m *Manager) *worker {
