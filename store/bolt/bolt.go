@@ -52,8 +52,9 @@
 //
 // Besides bbolt's memory map, a Store holds in memory the log since the
 // last checkpoint (WithCheckpointSize bytes and one commit's at most),
-// so that a checkpoint writes from memory and reads nothing back, and
-// the id and slot of every conversation of the table; Open reads the
+// so that a checkpoint writes from memory and reads nothing back, the
+// id and slot of every conversation of the table and the sequence
+// number of every entry of the outbox table; Open reads the
 // whole log file (at most 4 GiB) once. A conversation id must have 1 to
 // 32,768 bytes (bbolt's longest key): Commit refuses a batch that
 // changes another, before it writes anything.
@@ -187,6 +188,18 @@ type Store struct {
 	slots map[string]uint64
 	next  uint64
 	moved []slotMove
+	// tabled holds the sequence numbers of the entries of the outbox
+	// table, so that a checkpoint deletes only those (most entries are
+	// sent and acknowledged within one window, and never reach it);
+	// outMoved is how a checkpoint changes it, for its commit to apply.
+	tabled   map[uint64]struct{}
+	outMoved []outMove
+}
+
+// outMove adds outbox entry seq to the table, or takes it out (del).
+type outMove struct {
+	seq uint64
+	del bool
 }
 
 // slotMove gives conversation id a slot, or takes it back (del).
@@ -240,7 +253,7 @@ func Open(path string, opts ...Option) (s *Store, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
-	st := &Store{db: db, path: path, checkpoint: o.checkpoint, slots: map[string]uint64{}, lastConv: map[string]int{}, lastOut: map[uint64]int{}}
+	st := &Store{db: db, path: path, checkpoint: o.checkpoint, slots: map[string]uint64{}, tabled: map[uint64]struct{}{}, lastConv: map[string]int{}, lastOut: map[uint64]int{}}
 	// after bbolt: its lock keeps a second process from the log too; and
 	// before the tables, which make a new file or one of an earlier
 	// format of format 4: a log file beside such a file is not its own
@@ -312,6 +325,7 @@ func (s *Store) openTables() error {
 			return fmt.Errorf("records of format %s, this version reads format %s", policy.Quote(string(v)), formatVersion)
 		}
 		s.indexSlots(tx.Bucket(bucketConversations))
+		s.indexOutbox(tx.Bucket(bucketOutbox))
 		if string(v) != formatVersion {
 			if err := meta.Put(keyVersion, []byte(formatVersion)); err != nil {
 				return err
@@ -446,6 +460,16 @@ func (s *Store) indexSlots(convs *bbolt.Bucket) {
 		}
 	}
 	s.next = max(s.next, 1)
+}
+
+// indexOutbox notes the sequence number of every entry of outbox.
+func (s *Store) indexOutbox(outbox *bbolt.Bucket) {
+	c := outbox.Cursor()
+	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+		if len(k) == 8 {
+			s.tabled[binary.BigEndian.Uint64(k)] = struct{}{}
+		}
+	}
 }
 
 // slotKeySize is the length of a key of the conversations' table: a
@@ -637,6 +661,14 @@ func (s *Store) checkpointed() {
 		}
 	}
 	clear(s.moved)
+	for _, m := range s.outMoved {
+		if m.del {
+			delete(s.tabled, m.seq)
+		} else {
+			s.tabled[m.seq] = struct{}{}
+		}
+	}
+	s.outMoved = s.outMoved[:0]
 	s.logged = 0
 	s.lost = nil
 	clear(s.convOps)
@@ -743,8 +775,9 @@ func (s *Store) reindex() {
 // checkpoint (to the table of what is unreadable, which Load reports
 // for good), and seq, the commit's sequence number, as the one
 // checkpointed through: a message sent and acknowledged within the
-// window never reaches the outbox table. A new conversation takes the
-// next slot, so that new ones go to the table's end.
+// window never reaches the outbox table, and is not deleted from it. A
+// new conversation takes the next slot, so that new ones go to the
+// table's end.
 func (s *Store) fold(tx *bbolt.Tx, seq uint64) error {
 	convs, outbox := tx.Bucket(bucketConversations), tx.Bucket(bucketOutbox)
 	convs.FillPercent = 1 // new conversations go to the end: fill the pages
@@ -775,17 +808,26 @@ func (s *Store) fold(tx *bbolt.Tx, seq uint64) error {
 			return err
 		}
 	}
+	s.outMoved = s.outMoved[:0]
 	for seq, i := range s.lastOut {
+		o := &s.outOps[i]
+		_, tabled := s.tabled[seq]
+		if o.del && !tabled {
+			continue // sent and acknowledged since the last checkpoint
+		}
 		keys = binary.BigEndian.AppendUint64(keys, seq)
 		k := keys[len(keys)-8:]
 		var err error
-		if s.outOps[i].del {
+		if o.del {
 			err = outbox.Delete(k)
 		} else {
-			err = outbox.Put(k, s.outOps[i].rec)
+			err = outbox.Put(k, o.rec)
 		}
 		if err != nil {
 			return err
+		}
+		if o.del || !tabled {
+			s.outMoved = append(s.outMoved, outMove{seq: seq, del: o.del})
 		}
 	}
 	unreadable := tx.Bucket(bucketUnreadable)

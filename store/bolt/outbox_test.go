@@ -281,3 +281,59 @@ func TestAStoreOfFormat4ReadsItsJSONOutboxEntries(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, want, st.Outbox)
 }
+
+// TestACheckpointDeletesOnlyTheOutboxEntriesItsTableHolds: an entry a
+// checkpoint folded into the outbox table is deleted from it by the
+// checkpoint after its acknowledgement, before and after a restart; an
+// entry sent and acknowledged between two checkpoints never reaches
+// it.
+func TestACheckpointDeletesOnlyTheOutboxEntriesItsTableHolds(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "a.db")
+	send := func(seq uint64) agent.OutboxEntry {
+		return agent.OutboxEntry{Seq: seq, Conversation: "c1", Message: &forms.Message{Performative: "inform", ReplyWith: fmt.Sprint("c1/alice#", seq)}, Pending: []string{"bob"}}
+	}
+	tests := []struct {
+		name    string
+		reopen  bool
+		commits []*agent.Batch
+		want    []uint64
+	}{
+		{"sent", false, []*agent.Batch{{Send: []agent.OutboxEntry{send(1), send(2)}}}, []uint64{1, 2}},
+		{"acknowledged, and sent and acknowledged", false, []*agent.Batch{{Acked: []uint64{1}}, {Send: []agent.OutboxEntry{send(3)}}, {Acked: []uint64{3}}}, []uint64{2}},
+		{"acknowledged after a restart", true, []*agent.Batch{{Send: []agent.OutboxEntry{send(4)}}, {Acked: []uint64{2}}}, []uint64{4}},
+	}
+	s, err := Open(path)
+	require.NoError(t, err)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.reopen {
+				require.NoError(t, s.Close())
+				s, err = Open(path)
+				require.NoError(t, err)
+			}
+			for i, b := range tt.commits {
+				if i == len(tt.commits)-1 {
+					s.checkpoint = 1
+				}
+				require.NoError(t, s.Commit(b))
+				s.checkpoint = defaultCheckpoint
+			}
+			require.Zero(t, s.logged, "checkpointed")
+			var tabled []uint64
+			for seq := range s.tabled {
+				tabled = append(tabled, seq)
+			}
+			assert.ElementsMatch(t, tt.want, tabled)
+			require.NoError(t, s.db.View(func(tx *bbolt.Tx) error {
+				var keys []uint64
+				err := tx.Bucket(bucketOutbox).ForEach(func(k, _ []byte) error {
+					keys = append(keys, binary.BigEndian.Uint64(k))
+					return nil
+				})
+				assert.Equal(t, tt.want, keys, "the outbox table")
+				return err
+			}))
+		})
+	}
+	require.NoError(t, s.Close())
+}
