@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/parleyhq/parley/decision"
@@ -140,13 +141,22 @@ func (j *decisionJob) run() {
 // decision times out (context.DeadlineExceeded), when the answer no
 // longer matters or decision logic returns (context.Canceled); it needs
 // no timer or goroutine of its own, and makes its Done channel only when
-// asked for it. ended says it ended, timedOut that its deadline passed.
+// asked for it. state says whether and how it ended: ctxLive, or the
+// error it ended with (ctxCanceled, ctxTimedOut); it is set under mu,
+// once, and read without it.
 type decisionCtx struct {
-	deadline        time.Time
-	mu              sync.Mutex
-	ended, timedOut bool
-	done            chan struct{}
+	deadline time.Time
+	mu       sync.Mutex
+	state    atomic.Uint32
+	done     chan struct{}
 }
+
+// The states of a decisionCtx.
+const (
+	ctxLive = iota
+	ctxCanceled
+	ctxTimedOut
+)
 
 var _ context.Context = (*decisionCtx)(nil)
 
@@ -164,7 +174,7 @@ func (c *decisionCtx) Done() <-chan struct{} {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.done == nil {
-		if c.ended {
+		if c.state.Load() != ctxLive {
 			return closedChan
 		}
 		c.done = make(chan struct{})
@@ -173,28 +183,35 @@ func (c *decisionCtx) Done() <-chan struct{} {
 }
 
 func (c *decisionCtx) Err() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	switch {
-	case !c.ended:
-		return nil
-	case c.timedOut:
+	switch c.state.Load() {
+	case ctxCanceled:
+		return context.Canceled
+	case ctxTimedOut:
 		return context.DeadlineExceeded
 	}
-	return context.Canceled
+	return nil
 }
 
 func (c *decisionCtx) Value(any) any { return nil }
 
 // cancel ends the context, once: with context.DeadlineExceeded when err
-// is that, else with context.Canceled.
+// is that, else with context.Canceled. Ending an ended context takes no
+// lock (a decision's context is ended once decision logic returns, and
+// again when the worker drops the decision).
 func (c *decisionCtx) cancel(err error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.ended {
+	if c.state.Load() != ctxLive {
 		return
 	}
-	c.ended, c.timedOut = true, errors.Is(err, context.DeadlineExceeded)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.state.Load() != ctxLive {
+		return
+	}
+	state := uint32(ctxCanceled)
+	if errors.Is(err, context.DeadlineExceeded) {
+		state = ctxTimedOut
+	}
+	c.state.Store(state)
 	if c.done != nil {
 		close(c.done)
 	}

@@ -53,3 +53,46 @@ func TestEachDecisionGetsAContextOfItsOwn(t *testing.T) {
 		})
 	}
 }
+
+// TestADecisionContextEndsOnceWithItsFirstError: a decision's context is
+// live until it is ended; it ends with the first error it is ended with
+// (a second end changes nothing), and its Done channel, asked for before
+// or after the end, is closed by then.
+func TestADecisionContextEndsOnceWithItsFirstError(t *testing.T) {
+	tests := []struct {
+		name      string
+		ends      []error
+		doneFirst bool
+		want      error
+	}{
+		{"cancelled", []error{context.Canceled}, false, context.Canceled},
+		{"timed out", []error{context.DeadlineExceeded}, false, context.DeadlineExceeded},
+		{"timed out, then cancelled", []error{context.DeadlineExceeded, context.Canceled}, true, context.DeadlineExceeded},
+		{"cancelled, then timed out", []error{context.Canceled, context.DeadlineExceeded}, true, context.Canceled},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &decisionCtx{deadline: time.Unix(1, 0)}
+			var done <-chan struct{}
+			if tt.doneFirst {
+				done = c.Done()
+			}
+			require.NoError(t, c.Err(), "live until ended")
+			for _, err := range tt.ends {
+				c.cancel(err)
+			}
+			if !tt.doneFirst {
+				done = c.Done()
+			}
+			select {
+			case <-done:
+			default:
+				t.Fatal("Done is not closed once the context ended")
+			}
+			assert.Equal(t, tt.want, c.Err())
+			deadline, ok := c.Deadline()
+			assert.True(t, ok)
+			assert.Equal(t, time.Unix(1, 0), deadline)
+		})
+	}
+}
