@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/parleyhq/parley/decision"
 	"github.com/parleyhq/parley/engine"
@@ -122,6 +123,9 @@ type worker struct {
 	// there is no observer (which may).
 	answerEv engine.DecisionEvent
 	msgEv    engine.MessageEvent
+	// wall reads the wall clock when the manager's clock is RealClock;
+	// nil with any other.
+	wall *wallClock
 	// peerOpt is the WithPeers option start made last (see withPeers).
 	peerOpt peerOpt
 	// freeJobs holds decision jobs for reuse, at most maxFreeJobs;
@@ -135,6 +139,9 @@ type worker struct {
 func newWorker(m *Manager) *worker {
 	w := &worker{m: m, wake: make(chan struct{}, 1), exited: make(chan struct{}), convs: map[string]*conversation{}, tombs: map[uint64]*tombstone{}, seed: maphash.MakeSeed()}
 	w.timers.w = w
+	if _, ok := m.o.clock.(realClock); ok {
+		w.wall = &wallClock{}
+	}
 	w.out = newOutbox(w)
 	if m.o.store != nil {
 		w.d = newDurable()
@@ -291,6 +298,15 @@ func reject(in *input, err error) {
 	}
 }
 
+// now reads the manager's clock: through the worker's wallClock on the
+// wall clock.
+func (w *worker) now() time.Time {
+	if w.wall != nil {
+		return w.wall.now()
+	}
+	return w.m.o.clock.Now()
+}
+
 func (w *worker) getQueue() *engine.Queue {
 	if n := len(w.queues); n > 0 {
 		q := w.queues[n-1]
@@ -304,7 +320,7 @@ func (w *worker) getQueue() *engine.Queue {
 func (w *worker) putQueue(q *engine.Queue) { w.queues = append(w.queues, q) }
 
 func (w *worker) handle(in *input) {
-	now := w.m.o.clock.Now()
+	now := w.now()
 	if in.kind != inTick {
 		w.timers.due(now)
 	}
