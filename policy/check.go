@@ -128,6 +128,8 @@ type checker struct {
 	oneRead map[string][]string
 	// results holds what compileExpr found of each expression.
 	results slab[exprResult]
+	// parser reads the expressions of the simple shapes.
+	parser exprParser
 	// projections keeps the projection onto each role that talks, made
 	// by the projection check.
 	projections map[string]*Projection

@@ -121,20 +121,16 @@ func (c *checker) compileExpr(e *Expr, env map[string]any) *exprResult {
 		config = newExprConfig(env)
 		c.exprConfigs[key.env] = config
 	}
+	// A source of the simple shapes is parsed here, to the tree expr's
+	// parser would make of it, and typed here, without expr's checker and
+	// compiler: it compiles, to a program of this type. Any other goes to
+	// expr, which parses it (again, when the tree read here did not type).
+	tree, native := c.parser.parse(src)
+	if native && c.typed(e, r, &tree, env) {
+		return r
+	}
 	prog, stage, err := compileWith(src, config, func(tree *ast.Node) bool {
-		if c.opts.parsed != nil {
-			c.opts.parsed(e, *tree)
-		}
-		c.reads = c.reads[:0]
-		ast.Walk(tree, &c.reads)
-		slices.Sort(c.reads)
-		c.reads = slices.Compact(c.reads)
-		r.reads = c.readList(c.reads)
-		// A tree of the simple shapes is typed here, without expr's
-		// checker and compiler: it compiles, to a program of this type.
-		t, ok := ExprTypeOf(*tree, env)
-		r.got = t
-		return ok
+		return !native && c.typed(e, r, tree, env)
 	})
 	switch {
 	case err == nil && prog == nil: // typed by ExprTypeOf
@@ -148,6 +144,23 @@ func (c *checker) compileExpr(e *Expr, env map[string]any) *exprResult {
 		r.typeErr = err
 	}
 	return r
+}
+
+// typed lends e's parsed tree to the caller of the checks, records in
+// r the variables it reads and, when ExprTypeOf types it, its type: it
+// reports whether it did.
+func (c *checker) typed(e *Expr, r *exprResult, tree *ast.Node, env map[string]any) bool {
+	if c.opts.parsed != nil {
+		c.opts.parsed(e, *tree)
+	}
+	c.reads = c.reads[:0]
+	ast.Walk(tree, &c.reads)
+	slices.Sort(c.reads)
+	c.reads = slices.Compact(c.reads)
+	r.reads = c.readList(c.reads)
+	t, ok := ExprTypeOf(*tree, env)
+	r.got = t
+	return ok
 }
 
 // readList returns a list of the variables in reads (sorted, each
