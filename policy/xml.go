@@ -25,7 +25,10 @@ func LoadXML(filename string, src []byte, opts ...LoadOption) (*Policy, Diagnost
 		l.d.errorf(CodeLimit, Pos{File: filename, Line: 1, Col: 1}, "file is %d bytes, more than the limit of %d", len(src), o.limits.MaxBytes)
 		return nil, l.d.list
 	}
-	root := l.parse()
+	root, ok := l.scan()
+	if !ok {
+		root = l.parse()
+	}
 	if root == nil {
 		return nil, l.d.list
 	}
@@ -84,6 +87,13 @@ type xmlLoader struct {
 	// strays is the block an element's first piece of stray text is
 	// kept in (most elements that have one have one: an expression's).
 	strays []string
+	// For scan: the attributes of the start tag being read, the block
+	// elements' attributes come from, the names read so far (see
+	// intern), and the character data with its entities replaced.
+	attrScratch []xml.Attr
+	attrBlock   []xml.Attr
+	names       map[string]string
+	textBuf     []byte
 }
 
 // xmlFrame is an element being read, with the text before its first
