@@ -26,3 +26,26 @@ func (s *slab[T]) new() *T {
 	s.block = s.block[1:]
 	return p
 }
+
+// ptrSlab hands out empty slices of pointers to T, each with the room
+// asked for, from blocks as slab does: a state's transitions cost no
+// allocation of their own. Appending past the room reallocates, so a
+// slice never writes into another's.
+type ptrSlab[T any] struct {
+	block []*T
+	size  int
+}
+
+// make returns an empty slice with room for n pointers.
+func (s *ptrSlab[T]) make(n int) []*T {
+	if n > maxSlab {
+		return make([]*T, 0, n)
+	}
+	if len(s.block) < n {
+		s.size = min(max(2*s.size, minSlab, n), maxSlab)
+		s.block = make([]*T, s.size)
+	}
+	out := s.block[:0:n]
+	s.block = s.block[n:]
+	return out
+}

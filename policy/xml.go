@@ -82,8 +82,12 @@ type xmlLoader struct {
 	xels        slab[xel]
 	states      slab[State]
 	transitions slab[Transition]
-	exprs       slab[Expr]
-	assigns     slab[Assign]
+	// transitionPtrs and assignPtrs hold the states' lists of
+	// transitions and the transitions' lists of assignments.
+	transitionPtrs ptrSlab[Transition]
+	assignPtrs     ptrSlab[Assign]
+	exprs          slab[Expr]
+	assigns        slab[Assign]
 	// strays is the block an element's first piece of stray text is
 	// kept in (most elements that have one have one: an expression's).
 	strays []string
@@ -762,7 +766,7 @@ func (l *xmlLoader) state(e *xel) *State {
 		}
 	}
 	if transitions > 0 {
-		s.Transitions = make([]*Transition, 0, transitions)
+		s.Transitions = l.transitionPtrs.make(transitions)
 	}
 	l.children(e, stateChildren, func(c *xel) {
 		switch c.tag {
@@ -845,6 +849,15 @@ func (l *xmlLoader) transition(e *xel) *Transition {
 	t.Message, t.From, t.To = l.ref(a, "message"), l.ref(a, "from"), l.ref(a, "to")
 	t.Timer, t.Next = l.ref(a, "timer"), l.ref(a, "next")
 	t.Outcome, t.Key = a.val("outcome"), a.val("key")
+	sets := 0
+	for _, c := range e.elems {
+		if c.tag == "set" {
+			sets++
+		}
+	}
+	if sets > 0 {
+		t.Set = l.assignPtrs.make(sets)
+	}
 	l.children(e, []string{"doc", "guard", "set"}, func(c *xel) {
 		switch c.tag {
 		case "doc":

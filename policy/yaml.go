@@ -115,9 +115,12 @@ type yamlLoader struct {
 	d      diags
 	// pairBuf is the scratch space of tempPairs.
 	pairBuf []yamlPair
-	// The policy's states and transitions, from blocks.
+	// The policy's states, transitions, expressions and assignments,
+	// and the lists of them, from blocks.
 	stateSlab      slab[State]
 	transitionSlab slab[Transition]
+	transitionPtrs ptrSlab[Transition]
+	assignPtrs     ptrSlab[Assign]
 	exprSlab       slab[Expr]
 	assignSlab     slab[Assign]
 }
@@ -451,14 +454,17 @@ func (l *yamlLoader) indentOf(line int) int {
 	return col
 }
 
+// lineStarts returns the offset of each line's first byte in src.
 func lineStarts(src []byte) []int {
-	starts := []int{0}
-	for i, c := range src {
-		if c == '\n' {
-			starts = append(starts, i+1)
+	starts := make([]int, 1, 1+bytes.Count(src, []byte{'\n'}))
+	for i := 0; ; {
+		j := bytes.IndexByte(src[i:], '\n')
+		if j < 0 {
+			return starts
 		}
+		i += j + 1
+		starts = append(starts, i)
 	}
-	return starts
 }
 
 func (l *yamlLoader) doc(n *yaml.Node, depth int) string {
@@ -907,7 +913,7 @@ var transitionKeys = map[TransitionKind][]string{
 var allTransitionKeys = []string{"send", "timeout", "return", "from", "to", "next", "key", "guard", "set", "doc"}
 
 func (l *yamlLoader) transitions(n *yaml.Node, depth int) []*Transition {
-	out := make([]*Transition, 0, len(n.Content))
+	out := l.transitionPtrs.make(len(n.Content))
 	for _, item := range n.Content {
 		if t := l.transition(item, depth+1); t != nil {
 			out = append(out, t)
@@ -1026,7 +1032,7 @@ func (l *yamlLoader) assigns(n *yaml.Node, depth int) []*Assign {
 	defer l.dropPairs(mark)
 	var out []*Assign
 	if len(pairs) > 0 {
-		out = make([]*Assign, 0, len(pairs))
+		out = l.assignPtrs.make(len(pairs))
 	}
 	for _, pr := range pairs {
 		a := l.assignSlab.new()
