@@ -37,27 +37,19 @@ type decisionJob struct {
 	err     error
 }
 
-// A decision's context is allocated with room for the copy of its
-// request's choices when they fit: most points offer one to three (two
-// keep it within an 80-byte size class), a FIPA Request participant's
-// first offers six.
-type (
-	ctxFew struct {
-		ctx     decisionCtx
-		choices [2]string
-	}
-	ctxMany struct {
-		ctx     decisionCtx
-		choices [6]string
-	}
+// A worker cuts the contexts of its decisions, and their copies of the
+// choices, from blocks it allocates ctxBlock contexts (3 KB) or
+// choiceBlock strings (4 KB) at a time: one allocation stands for many
+// decisions. Each decision gets a context and a copy of its own, never
+// reused, as decision logic may keep them; one kept past its decision
+// keeps the memory of its block until it is dropped. A copy of choices
+// has no room to grow in place (an append by decision logic moves it),
+// and one of more than maxCutChoices gets an array of its own.
+const (
+	ctxBlock      = 64
+	choiceBlock   = 256
+	maxCutChoices = 16
 )
-
-// ctxSlab is how many decision contexts of a size a worker allocates at
-// once: one allocation stands for 32 decisions. Each decision gets a
-// context of its own, never reused, as decision logic may keep it; a
-// context kept past its decision keeps the memory of its slab (2.5 KB,
-// or 4.5 KB for six choices) until it is dropped.
-const ctxSlab = 32
 
 // maxFreeJobs bounds the decision jobs a worker keeps for reuse.
 const maxFreeJobs = 64
@@ -75,26 +67,16 @@ func newDecisionJob(w *worker, c *conversation, ticket uint64, req *decision.Req
 	} else {
 		j = new(decisionJob)
 	}
-	var room []string
-	switch n := len(req.Choices); {
-	case n <= len(ctxFew{}.choices):
-		x := nextInSlab(&w.fewCtxs)
-		j.ctx, room = &x.ctx, x.choices[:0:len(x.choices)]
-	case n <= len(ctxMany{}.choices):
-		x := nextInSlab(&w.manyCtxs)
-		j.ctx, room = &x.ctx, x.choices[:0:len(x.choices)]
-	default:
-		j.ctx = new(decisionCtx)
-	}
+	j.ctx = nextInSlab(&w.ctxs)
 	j.w, j.conv, j.ticket, j.req = w, c.id, ticket, *req
 	j.ctx.deadline = deadline
 	j.req.Vars = maps.Clone(req.Vars)
-	j.req.Choices = append(room, req.Choices...)
+	j.req.Choices = w.copyChoices(req.Choices)
 	if req.Sessions != nil {
 		j.req.Sessions = make([]decision.Session, len(req.Sessions))
 		for i, s := range req.Sessions {
 			s.Vars = maps.Clone(s.Vars)
-			s.Choices = append([]string(nil), s.Choices...)
+			s.Choices = w.copyChoices(s.Choices)
 			j.req.Sessions[i] = s
 		}
 	}
@@ -102,16 +84,33 @@ func newDecisionJob(w *worker, c *conversation, ticket uint64, req *decision.Req
 }
 
 // nextInSlab returns the next unused element of *slab, which starts a
-// new slab of ctxSlab elements when it is full. An element is handed out
-// once.
+// new block of ctxBlock elements when it is full. An element is handed
+// out once.
 func nextInSlab[T any](slab *[]T) *T {
 	s := *slab
 	if len(s) == cap(s) {
-		s = make([]T, 0, ctxSlab)
+		s = make([]T, 0, ctxBlock)
 	}
 	s = s[:len(s)+1]
 	*slab = s
 	return &s[len(s)-1]
+}
+
+// copyChoices returns a copy of choices for decision logic, cut from w's
+// block of strings when it has at most maxCutChoices (see ctxBlock).
+func (w *worker) copyChoices(choices []string) []string {
+	n := len(choices)
+	switch {
+	case n == 0:
+		return choices[:0:0] // nil for nil
+	case n > maxCutChoices:
+		return slices.Clone(choices)
+	case cap(w.choices)-len(w.choices) < n:
+		w.choices = make([]string, 0, choiceBlock)
+	}
+	start := len(w.choices)
+	w.choices = append(w.choices, choices...)
+	return w.choices[start:len(w.choices):len(w.choices)]
 }
 
 // releaseJob keeps j for the next decision once its result came back

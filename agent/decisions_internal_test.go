@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -11,41 +12,57 @@ import (
 	"github.com/parleyhq/parley/decision"
 )
 
-// TestEachDecisionGetsAContextOfItsOwn: a worker hands out decision
-// contexts from slabs, and reuses jobs; over more decisions than a slab
-// holds, of every size of room for choices, no two decisions share a
-// context or a copy of their choices, and a context ended stays ended
-// while later decisions get theirs.
+// TestEachDecisionGetsAContextOfItsOwn: a worker cuts decision
+// contexts and copies of choices from blocks, and reuses jobs; over more
+// decisions than a block holds, of every length of choices, no two
+// decisions share a context or a string of their copies, a copy cut from
+// a block has no room to grow into another's, and a context ended stays ended while
+// later decisions get theirs.
 func TestEachDecisionGetsAContextOfItsOwn(t *testing.T) {
 	tests := []struct {
-		name    string
-		choices []string
+		name string
+		n    int
 	}{
-		{"no choice", nil},
-		{"two choices", []string{"a", "b"}},
-		{"six choices", []string{"a", "b", "c", "d", "e", "f"}},
-		{"seven choices", []string{"a", "b", "c", "d", "e", "f", "g"}},
+		{"no choice", 0},
+		{"one choice", 1},
+		{"six choices", 6},
+		{"as many as are cut from a block", maxCutChoices},
+		{"more", maxCutChoices + 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			w := &worker{}
 			c := &conversation{id: "c"}
+			choices := make([]string, tt.n)
+			for k := range choices {
+				choices[k] = fmt.Sprint("choice ", k)
+			}
 			ctxs := map[*decisionCtx]bool{}
-			var choices []*string
-			for i := range 3*ctxSlab + 1 {
-				req := &decision.Request{Point: "p", Choices: tt.choices}
+			var copies [][]string
+			for i := range 3*max(ctxBlock, choiceBlock/max(tt.n, 1)) + 1 {
+				req := &decision.Request{Point: "p", Choices: choices}
 				j := newDecisionJob(w, c, uint64(i), req, time.Time{})
 				require.False(t, ctxs[j.ctx], "decision %d's context is another's", i)
 				ctxs[j.ctx] = true
 				assert.Nil(t, j.ctx.Err(), "decision %d's context is under way", i)
-				if len(j.req.Choices) > 0 {
-					for _, p := range choices {
-						require.NotSame(t, p, &j.req.Choices[0], "decision %d's choices are another's", i)
-					}
-					choices = append(choices, &j.req.Choices[0])
+				require.Equal(t, choices, j.req.Choices)
+				if tt.n <= maxCutChoices { // a longer copy has an array of its own
+					assert.Equal(t, len(j.req.Choices), cap(j.req.Choices), "decision %d's copy has no room to grow into another's", i)
 				}
+				for k := range j.req.Choices {
+					j.req.Choices[k] = fmt.Sprint(i, "/", k) // decision logic may change its copy
+				}
+				copies = append(copies, j.req.Choices)
 				j.ctx.cancel(context.Canceled)
 				w.releaseJob(j)
+			}
+			for i, cp := range copies {
+				for k, choice := range cp {
+					require.Equal(t, fmt.Sprint(i, "/", k), choice, "decision %d's copy is another's", i)
+				}
+			}
+			for k, choice := range choices {
+				assert.Equal(t, fmt.Sprint("choice ", k), choice, "the request's choices are not the copies'")
 			}
 			for ctx := range ctxs {
 				assert.ErrorIs(t, ctx.Err(), context.Canceled)

@@ -122,8 +122,8 @@ func TestAPoolRunsTasksAfterClose(t *testing.T) {
 }
 
 // TestADecisionJobCopiesEveryChoice: however many choices a request
-// offers (room in the job for two, or six, or none), the job's copy holds
-// them all and shares no array with the request.
+// offers (none, or up to nine, cut from the worker's block of strings),
+// the job's copy holds them all and shares no array with the request.
 func TestADecisionJobCopiesEveryChoice(t *testing.T) {
 	all := []string{"a", "b", "c", "d", "e", "f", "g", "h", "i"}
 	tests := []struct {

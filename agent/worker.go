@@ -128,12 +128,12 @@ type worker struct {
 	wall *wallClock
 	// peerOpt is the WithPeers option start made last (see withPeers).
 	peerOpt peerOpt
-	// freeJobs holds decision jobs for reuse, at most maxFreeJobs;
-	// fewCtxs and manyCtxs the decision contexts allocated last, and room
-	// for more (see ctxSlab).
+	// freeJobs holds decision jobs for reuse, at most maxFreeJobs; ctxs
+	// and choices the blocks decision contexts and copies of choices are
+	// cut from (see ctxBlock).
 	freeJobs []*decisionJob
-	fewCtxs  []ctxFew
-	manyCtxs []ctxMany
+	ctxs     []decisionCtx
+	choices  []string
 }
 
 func newWorker(m *Manager) *worker {
