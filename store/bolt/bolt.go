@@ -12,14 +12,21 @@
 // entries) to the log file as one record, under the next sequence
 // number, with its length and a CRC-32C, and syncs it (fdatasync, once)
 // before it returns, unless WithoutSync. Once the log holds
-// WithCheckpointSize bytes (8 MiB by default), a commit folds it into
-// the bbolt file's tables of conversations and outbox, writing each
+// WithCheckpointSize bytes (8 MiB by default), it is folded into the
+// bbolt file's tables of conversations and outbox, writing each
 // conversation's and each entry's last record once, with the sequence
 // number folded through, in one bbolt transaction (synced: bbolt syncs
 // its pages, then its meta page); then the log file starts over at
-// offset 0. The log file grows with zeros, up to 4 MiB at a time, and is
+// offset 0. A log of 256 KiB or more (or a 32nd of the checkpoint size)
+// is folded in the background, while the commits go on at the log
+// file's end, and the first commit after it folds the records those
+// commits added (in the background again if they are that long); a
+// smaller one is folded by the commit that fills it, with its own
+// changes. The log file grows with zeros, up to 4 MiB at a time, and is
 // written over in place, so that a sync writes no size; it is at most
-// the checkpoint size, rounded up to that step. The conversations' table
+// twice the checkpoint size and one commit, rounded up to that step (a
+// commit that would take it further waits for the checkpoint under way,
+// or folds the log itself). The conversations' table
 // is keyed by slot, a number each conversation takes when it first
 // reaches the table, so that a checkpoint appends the new conversations
 // at its end instead of rewriting a page of the table for each.
@@ -51,13 +58,16 @@
 // can leave the bbolt file corrupt if it came during a checkpoint.
 //
 // Besides bbolt's memory map, a Store holds in memory the log since the
-// last checkpoint (WithCheckpointSize bytes and one commit's at most),
-// so that a checkpoint writes from memory and reads nothing back, the
-// id and slot of every conversation of the table and the sequence
-// number of every entry of the outbox table; Open reads the
-// whole log file (at most 4 GiB) once. A conversation id must have 1 to
-// 32,768 bytes (bbolt's longest key): Commit refuses a batch that
-// changes another, before it writes anything.
+// last checkpoint (WithCheckpointSize bytes and one commit's at most, or
+// twice that while a checkpoint is under way in the background), so
+// that a checkpoint writes from memory and reads nothing back, the room
+// of two earlier windows of the log at most (each at most twice
+// WithCheckpointSize bytes), for the next, the id and slot of every
+// conversation of the table and the sequence number of every entry of
+// the outbox table; Open reads the whole log file (at most 4 GiB) once.
+// A conversation id must have 1 to 32,768 bytes (bbolt's longest key):
+// Commit refuses a batch that changes another, before it writes
+// anything.
 package bolt
 
 import (
@@ -156,32 +166,29 @@ type Store struct {
 	wal        *walFile
 	path       string
 	checkpoint int
-	// mu serialises commits; seq is the last commit's number and logged
-	// the size of the log since the last checkpoint.
+	// mu serialises commits; seq is the last commit's number.
 	mu     sync.Mutex
 	closed bool
 	seq    uint64
-	logged int
-	// window holds the readable log records since the last checkpoint
+	// window holds the readable log records since the last checkpoint,
+	// or since the one under way in the background (see background)
 	// (header and entry, as the log file has them), one after the other,
-	// and convOps and outOps what their entries change, in
-	// order, as slices of it. lastConv gives, for each conversation they
-	// change, a cell of convLast, which holds the index of its last
-	// change in convOps (a cell, so that a change does not make a new
-	// string of the id); lastOut gives the index of each outbox entry's
-	// last change in outOps. lost says what the log file holds since the
-	// last checkpoint that cannot be read, for Load to report and the
-	// next checkpoint to keep in the bbolt file. entry is room to decode
-	// an entry in.
-	window   []byte
-	convOps  []convOp
-	outOps   []outOp
-	lastConv map[string]int
-	convLast []int
-	lastOut  map[uint64]int
-	lost     []walLost
-	entry    entry
-	out      outboxEncoder
+	// and ix what their entries change. lost says what the log file holds since the last
+	// checkpoint that cannot be read, for Load to report and the next
+	// checkpoint to keep in the bbolt file. entry is room to decode an
+	// entry in.
+	window []byte
+	ix     windowIndex
+	lost   []walLost
+	entry  entry
+	out    outboxEncoder
+	// background is the checkpoint under way in the background, if any,
+	// and spare the index of the last one, emptied, for the next; rooms
+	// holds the room of windows no longer used, two at most, for the
+	// next windows (see takeRoom).
+	background *background
+	spare      windowIndex
+	rooms      [][]byte
 	// slots gives the slot (key) of each conversation of the table, by
 	// id, and next the slot the next new one takes; moved is how a
 	// checkpoint changes slots, for its commit to apply once done.
@@ -207,6 +214,24 @@ type slotMove struct {
 	id   string
 	slot uint64
 	del  bool
+}
+
+// windowIndex is what log records change, in order: convOps and outOps,
+// as slices of the records. lastConv gives, for each conversation they
+// change, a cell of convLast, which holds the index of its last change
+// in convOps (a cell, so that a change does not make a new string of
+// the id); lastOut gives the index of each outbox entry's last change
+// in outOps.
+type windowIndex struct {
+	convOps  []convOp
+	outOps   []outOp
+	lastConv map[string]int
+	convLast []int
+	lastOut  map[uint64]int
+}
+
+func newWindowIndex() windowIndex {
+	return windowIndex{lastConv: map[string]int{}, lastOut: map[uint64]int{}}
 }
 
 // convOp is a put (rec) or a delete (del) of conversation key.
@@ -253,7 +278,7 @@ func Open(path string, opts ...Option) (s *Store, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
-	st := &Store{db: db, path: path, checkpoint: o.checkpoint, slots: map[string]uint64{}, tabled: map[uint64]struct{}{}, lastConv: map[string]int{}, lastOut: map[uint64]int{}}
+	st := &Store{db: db, path: path, checkpoint: o.checkpoint, slots: map[string]uint64{}, tabled: map[uint64]struct{}{}, ix: newWindowIndex()}
 	// after bbolt: its lock keeps a second process from the log too; and
 	// before the tables, which make a new file or one of an earlier
 	// format of format 4: a log file beside such a file is not its own
@@ -367,7 +392,7 @@ func (s *Store) foldLog(tx *bbolt.Tx) error {
 	}); err != nil {
 		return err
 	}
-	if err := s.fold(tx, s.seq); err != nil {
+	if err := s.fold(tx, &s.ix, s.lost, s.seq); err != nil {
 		return err
 	}
 	return deleteLogExcept(log, bad)
@@ -392,7 +417,7 @@ func (s *Store) readWAL(log []byte) {
 			s.lost = append(s.lost, walLost{kind: lostBytes, off: uint64(r.off), n: uint64(r.n)})
 		}
 	}
-	s.seq, s.logged, s.wal.off = sc.seq, sc.end, int64(sc.end)
+	s.seq, s.wal.off = sc.seq, int64(sc.end)
 }
 
 // convertFormat1 rewrites the conversations of a format 1 file, stored
@@ -489,6 +514,7 @@ func (s *Store) Path() string { return s.path }
 func (s *Store) Load() (st *agent.Stored, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.takeBackground(true)
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
@@ -599,10 +625,14 @@ func (s *Store) apply(seq uint64, v []byte, convs map[string]agent.StoredConvers
 }
 
 // Commit applies b: all it changes goes to the log file as one record,
-// synced (fdatasync) unless WithoutSync, or, when the log has grown to
-// the checkpoint size, into the tables of conversations and outbox with
-// the log, in one synced bbolt transaction, after which the log starts
-// over.
+// synced (fdatasync) unless WithoutSync. When the log file has grown to
+// the checkpoint size, the log since the last checkpoint is folded into
+// the tables of conversations and outbox in one synced bbolt
+// transaction, after which the log starts over: in the background, the
+// commit's record in the log file, when the log holds at least
+// minBackground bytes (the commits meanwhile go on at the log file's
+// end, and the next commit after it folds what they changed), or else
+// in the commit, the commit's changes with it.
 func (s *Store) Commit(b *agent.Batch) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -612,11 +642,16 @@ func (s *Store) Commit(b *agent.Batch) error {
 	if err := checkKeys(b); err != nil {
 		return fmt.Errorf("store %s: %w", s.path, err)
 	}
-	start, convs, outs := len(s.window), len(s.convOps), len(s.outOps)
+	s.takeBackground(false)
+	if s.background != nil && s.wal.off+int64(walHeader+entrySize(b)) >= 2*int64(s.checkpoint) {
+		// the log file would outgrow twice the checkpoint size
+		s.takeBackground(true)
+	}
+	start, convs, outs := len(s.window), len(s.ix.convOps), len(s.ix.outOps)
 	if n := walHeader + entrySize(b); cap(s.window)-start < n {
 		// double the room up to the checkpoint size: append alone would
 		// grow it by a quarter, and copy it again and again
-		s.window = slices.Grow(s.window, max(n, 64<<10, min(cap(s.window), s.checkpoint-cap(s.window))))
+		s.window = slices.Grow(s.window, max(n, 64<<10, min(cap(s.window), 2*s.checkpoint-cap(s.window))))
 	}
 	var err error
 	if s.window, err = appendEntry(appendWALHeader(s.window), b, &s.out); err != nil {
@@ -624,34 +659,48 @@ func (s *Store) Commit(b *agent.Batch) error {
 		return fmt.Errorf("store %s: %w", s.path, err)
 	}
 	rec := s.window[start:]
-	fold := s.logged+len(rec) >= s.checkpoint
+	end := s.wal.off + int64(len(rec))
+	fold, background := false, false
+	switch {
+	case end < int64(s.checkpoint) || s.background != nil:
+	case len(rec) < s.checkpoint && len(s.window) >= s.minBackground() && end < 2*int64(s.checkpoint):
+		background = true
+	default:
+		fold = true
+	}
 	err = s.index(rec[walHeader:])
 	if err == nil && fold {
-		err = s.db.Update(func(tx *bbolt.Tx) error { return s.fold(tx, s.seq+1) })
+		err = s.db.Update(func(tx *bbolt.Tx) error { return s.fold(tx, &s.ix, s.lost, s.seq+1) })
 	} else if err == nil {
 		sealWAL(rec, s.seq+1)
 		err = s.wal.append(rec)
 	}
 	if err != nil {
 		s.window = s.window[:start]
-		clear(s.convOps[convs:])
-		clear(s.outOps[outs:])
-		s.convOps, s.outOps = s.convOps[:convs], s.outOps[:outs]
-		s.reindex()
+		s.ix.truncate(convs, outs)
 		return fmt.Errorf("store %s: %w", s.path, err)
 	}
 	s.seq++
-	s.logged += len(rec)
-	if fold {
+	switch {
+	case fold:
 		s.checkpointed()
+	case background:
+		s.startBackground()
 	}
 	return nil
 }
 
 // checkpointed takes what the window changed as the tables now hold it:
-// the slots the checkpoint gave and took back, an empty window, and the
-// log file to start over.
+// the slots and outbox entries the checkpoint gave and took back, an
+// empty window, and the log file to start over.
 func (s *Store) checkpointed() {
+	s.moveTabled()
+	s.restart()
+}
+
+// moveTabled applies what a checkpoint did to the table's slots and
+// outbox entries.
+func (s *Store) moveTabled() {
 	for _, m := range s.moved {
 		if m.del {
 			delete(s.slots, m.id)
@@ -661,6 +710,7 @@ func (s *Store) checkpointed() {
 		}
 	}
 	clear(s.moved)
+	s.moved = s.moved[:0]
 	for _, m := range s.outMoved {
 		if m.del {
 			delete(s.tabled, m.seq)
@@ -669,13 +719,17 @@ func (s *Store) checkpointed() {
 		}
 	}
 	s.outMoved = s.outMoved[:0]
-	s.logged = 0
+}
+
+// restart empties the window, every record of it checkpointed, and
+// starts the log file over.
+func (s *Store) restart() {
 	s.lost = nil
-	clear(s.convOps)
-	clear(s.outOps)
-	clear(s.lastConv)
-	clear(s.lastOut)
-	s.window, s.convOps, s.outOps, s.convLast = s.window[:0], s.convOps[:0], s.outOps[:0], s.convLast[:0]
+	s.ix.reset()
+	s.window = s.window[:0]
+	if n := len(s.rooms); n > 0 && cap(s.rooms[n-1]) > cap(s.window) {
+		s.window, s.rooms[n-1] = s.rooms[n-1], s.window
+	}
 	if cap(s.window) > 2*s.checkpoint {
 		s.window = nil // one huge commit: let its room go
 	}
@@ -723,51 +777,63 @@ func (s *Store) index(rec []byte) error {
 	}
 	for _, r := range e.put {
 		if key, err := recordKey(r); err == nil {
-			s.convOp(convOp{key: key, rec: r})
+			s.ix.convOp(convOp{key: key, rec: r})
 		}
 	}
 	for _, id := range e.del {
-		s.convOp(convOp{key: id, del: true})
+		s.ix.convOp(convOp{key: id, del: true})
 	}
 	for _, o := range e.out {
-		s.outOp(outOp{seq: o.seq, rec: o.rec})
+		s.ix.outOp(outOp{seq: o.seq, rec: o.rec})
 	}
 	for _, seq := range e.acked {
-		s.outOp(outOp{seq: seq, del: true})
+		s.ix.outOp(outOp{seq: seq, del: true})
 	}
 	return nil
 }
 
-// convOp adds o to the window's changes, as its conversation's last.
-func (s *Store) convOp(o convOp) {
-	if c, ok := s.lastConv[string(o.key)]; ok {
-		s.convLast[c] = len(s.convOps)
+// convOp adds o to the changes, as its conversation's last.
+func (ix *windowIndex) convOp(o convOp) {
+	if c, ok := ix.lastConv[string(o.key)]; ok {
+		ix.convLast[c] = len(ix.convOps)
 	} else {
-		s.lastConv[string(o.key)] = len(s.convLast)
-		s.convLast = append(s.convLast, len(s.convOps))
+		ix.lastConv[string(o.key)] = len(ix.convLast)
+		ix.convLast = append(ix.convLast, len(ix.convOps))
 	}
-	s.convOps = append(s.convOps, o)
+	ix.convOps = append(ix.convOps, o)
 }
 
-// outOp adds o to the window's changes, as its outbox entry's last.
-func (s *Store) outOp(o outOp) {
-	s.lastOut[o.seq] = len(s.outOps)
-	s.outOps = append(s.outOps, o)
+// outOp adds o to the changes, as its outbox entry's last.
+func (ix *windowIndex) outOp(o outOp) {
+	ix.lastOut[o.seq] = len(ix.outOps)
+	ix.outOps = append(ix.outOps, o)
 }
 
-// reindex finds the last change of each key again, after the changes
-// of a failed commit are taken back.
-func (s *Store) reindex() {
-	convs, outs := s.convOps, s.outOps
-	clear(s.lastConv)
-	clear(s.lastOut)
-	s.convOps, s.outOps, s.convLast = convs[:0], outs[:0], s.convLast[:0]
-	for _, o := range convs {
-		s.convOp(o)
+// truncate takes back the changes from the convs-th and the outs-th
+// on (those of a failed commit), and finds the last change of each key
+// again.
+func (ix *windowIndex) truncate(convs, outs int) {
+	clear(ix.convOps[convs:])
+	clear(ix.outOps[outs:])
+	all, allOut := ix.convOps[:convs], ix.outOps[:outs]
+	clear(ix.lastConv)
+	clear(ix.lastOut)
+	ix.convOps, ix.outOps, ix.convLast = all[:0], allOut[:0], ix.convLast[:0]
+	for _, o := range all {
+		ix.convOp(o)
 	}
-	for _, o := range outs {
-		s.outOp(o)
+	for _, o := range allOut {
+		ix.outOp(o)
 	}
+}
+
+// reset empties ix, keeping its room, and lets go of the records.
+func (ix *windowIndex) reset() {
+	clear(ix.convOps)
+	clear(ix.outOps)
+	clear(ix.lastConv)
+	clear(ix.lastOut)
+	ix.convOps, ix.outOps, ix.convLast = ix.convOps[:0], ix.outOps[:0], ix.convLast[:0]
 }
 
 // fold writes the window's changes to the conversations and the outbox,
@@ -778,15 +844,15 @@ func (s *Store) reindex() {
 // window never reaches the outbox table, and is not deleted from it. A
 // new conversation takes the next slot, so that new ones go to the
 // table's end.
-func (s *Store) fold(tx *bbolt.Tx, seq uint64) error {
+func (s *Store) fold(tx *bbolt.Tx, ix *windowIndex, lost []walLost, seq uint64) error {
 	convs, outbox := tx.Bucket(bucketConversations), tx.Bucket(bucketOutbox)
 	convs.FillPercent = 1 // new conversations go to the end: fill the pages
 	clear(s.moved)
 	s.moved = s.moved[:0]
 	next := s.next
-	keys := make([]byte, 0, slotKeySize*(len(s.lastConv)+len(s.lastOut)))
-	for id, c := range s.lastConv {
-		o := &s.convOps[s.convLast[c]]
+	keys := make([]byte, 0, slotKeySize*(len(ix.lastConv)+len(ix.lastOut)))
+	for id, c := range ix.lastConv {
+		o := &ix.convOps[ix.convLast[c]]
 		slot, ok := s.slots[id]
 		if !ok && o.del {
 			continue
@@ -809,8 +875,8 @@ func (s *Store) fold(tx *bbolt.Tx, seq uint64) error {
 		}
 	}
 	s.outMoved = s.outMoved[:0]
-	for seq, i := range s.lastOut {
-		o := &s.outOps[i]
+	for seq, i := range ix.lastOut {
+		o := &ix.outOps[i]
 		_, tabled := s.tabled[seq]
 		if o.del && !tabled {
 			continue // sent and acknowledged since the last checkpoint
@@ -831,7 +897,7 @@ func (s *Store) fold(tx *bbolt.Tx, seq uint64) error {
 		}
 	}
 	unreadable := tx.Bucket(bucketUnreadable)
-	for _, l := range s.lost {
+	for _, l := range lost {
 		n, err := unreadable.NextSequence()
 		if err == nil {
 			err = unreadable.Put(binary.BigEndian.AppendUint64(nil, n), l.append(nil))
@@ -877,9 +943,10 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
+	s.takeBackground(true)
 	var err error
-	if s.logged > 0 || len(s.lost) > 0 {
-		if err = s.db.Update(func(tx *bbolt.Tx) error { return s.fold(tx, s.seq) }); err == nil {
+	if s.wal.off > 0 || len(s.lost) > 0 {
+		if err = s.db.Update(func(tx *bbolt.Tx) error { return s.fold(tx, &s.ix, s.lost, s.seq) }); err == nil {
 			s.checkpointed()
 		}
 	}
