@@ -12,6 +12,7 @@ import (
 
 	"github.com/parleyhq/parley/decision"
 	"github.com/parleyhq/parley/forms"
+	"github.com/parleyhq/parley/internal/reuse"
 	"github.com/parleyhq/parley/policy"
 )
 
@@ -715,8 +716,11 @@ func (h *Handler) take(i int, choice string, content map[string]any, replyBy tim
 			return false, nil
 		}
 	}
-	me := out.msgs.put(MessageEvent{At: at, Message: msg})
-	out.events = append(out.events, me)
+	me := out.msgs.next() // every field is written
+	reuse.Set(&me.At, at)
+	reuse.Set(&me.Message, msg)
+	me.Sent = false
+	out.emit(me)
 	for _, j := range group {
 		sj := &h.sessions[j]
 		sj.sent[1], sj.sent[0] = sj.sent[0], rw

@@ -6,6 +6,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/parleyhq/parley/internal/reuse"
 	"github.com/parleyhq/parley/policy"
 )
 
@@ -277,21 +278,27 @@ func (f *Form) Build(m *Message, content map[string]any, p Params) error {
 
 // Fill is Build for content the caller has validated: it overwrites every
 // field of m, whatever m held.
+//
+// A field already holding its value is not written again (see package
+// reuse): a message reused for the next one keeps most of it.
 func (f *Form) Fill(m *Message, content map[string]any, p Params) {
-	*m = Message{
-		Performative:   f.Type.Performative,
-		Sender:         p.Sender,
-		Receivers:      p.Receivers,
-		Content:        content,
-		Protocol:       p.Protocol,
-		ConversationID: p.ConversationID,
-		ReplyWith:      p.ReplyWith,
-		InReplyTo:      p.InReplyTo,
-		ReplyBy:        p.ReplyBy,
+	reuse.Set(&m.Performative, f.Type.Performative)
+	reuse.Set(&m.Sender, p.Sender)
+	reuse.Slice(&m.Receivers, p.Receivers)
+	reuse.Set(&m.ReplyTo, "")
+	reuse.Map(&m.Content, content)
+	language := ""
+	if content != nil || len(f.Type.Fields) > 0 {
+		language = "json"
 	}
-	if m.Content != nil || len(f.Type.Fields) > 0 {
-		m.Language = "json"
-	}
+	reuse.Set(&m.Language, language)
+	reuse.Set(&m.Encoding, "")
+	reuse.Set(&m.Ontology, "")
+	reuse.Set(&m.Protocol, p.Protocol)
+	reuse.Set(&m.ConversationID, p.ConversationID)
+	reuse.Set(&m.ReplyWith, p.ReplyWith)
+	reuse.Set(&m.InReplyTo, p.InReplyTo)
+	reuse.Set(&m.ReplyBy, p.ReplyBy)
 }
 
 // Time reads field name of m as a time: the reply_by parameter or a
