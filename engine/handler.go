@@ -179,7 +179,9 @@ func (pr *Program) NewHandler(conversationID, self string, opts ...HandlerOption
 	h.peers = h.peerSlots()
 	h.peers[pr.roleIdx] = self
 	if pr.manyRole < 0 {
-		h.one[0] = newSession("")
+		// h.one[0] = newSession(""), without writing the zero fields of
+		// the new handler again.
+		h.one[0].state, h.one[0].timedOutFrom = -1, -1
 		h.sessions = h.one[:1]
 	}
 	if len(opts) == 0 {
