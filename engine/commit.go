@@ -72,12 +72,12 @@ func (h *Handler) commitMove(i, k int, to CommitmentState, at time.Time, cause s
 	inst.deadline = 0
 	e := out.commits.next() // every field is written
 	reuse.Set(&e.At, at)
-	reuse.Set(&e.Name, c.name)
-	reuse.Set(&e.State, to)
-	reuse.Set(&e.Debtor, h.agentOf(i, c.debtor))
-	reuse.Set(&e.Creditor, h.agentOf(i, c.creditor))
-	reuse.Set(&e.Session, h.sessionName(i))
-	reuse.Set(&e.Cause, cause)
+	reuse.String(&e.Name, c.name)
+	reuse.String(&e.State, to)
+	reuse.String(&e.Debtor, h.agentOf(i, c.debtor))
+	reuse.String(&e.Creditor, h.agentOf(i, c.creditor))
+	reuse.String(&e.Session, h.sessionName(i))
+	reuse.String(&e.Cause, cause)
 	out.emit(e)
 	if timer := c.timer(to); timer >= 0 {
 		d := h.deadline(s, timer, at)

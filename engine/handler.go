@@ -492,9 +492,9 @@ func (h *Handler) emitTimer(out *Queue, op TimerOp, at time.Time, name, commitme
 	e := out.timers.next() // every field is written
 	reuse.Set(&e.At, at)
 	e.Op = op
-	reuse.Set(&e.Name, name)
-	reuse.Set(&e.Commitment, commitment)
-	reuse.Set(&e.Session, h.sessionName(i))
+	reuse.String(&e.Name, name)
+	reuse.String(&e.Commitment, commitment)
+	reuse.String(&e.Session, h.sessionName(i))
 	reuse.Set(&e.Deadline, deadline)
 	e.Epoch = epoch
 	out.emit(e)
@@ -555,16 +555,17 @@ func (h *Handler) request(i int, ticket uint64) decision.Request {
 }
 
 // fillRequest writes the decision request of session i for ticket into
-// r, every field of it, with reuse.Set: r may be a reused output event's.
+// r, every field of it, with package reuse: r may be a reused output
+// event's.
 func (h *Handler) fillRequest(r *decision.Request, i int, ticket uint64) {
 	s := &h.sessions[i]
-	reuse.Set(&r.ConversationID, h.conv)
-	reuse.Set(&r.Policy, h.prog.policy.Name)
-	reuse.Set(&r.Role, h.prog.role)
-	reuse.Set(&r.Point, h.prog.states[s.state].name)
+	reuse.String(&r.ConversationID, h.conv)
+	reuse.String(&r.Policy, h.prog.policy.Name)
+	reuse.String(&r.Role, h.prog.role)
+	reuse.String(&r.Point, h.prog.states[s.state].name)
 	r.Ticket = ticket
 	reuse.Slice(&r.Choices, h.choices(i))
-	reuse.Set(&r.Peer, h.sessionName(i))
+	reuse.String(&r.Peer, h.sessionName(i))
 	reuse.Map(&r.Content, s.content)
 	reuse.Map(&r.Vars, s.vars)
 	reuse.Slice(&r.Sessions, nil)
@@ -668,9 +669,9 @@ func (h *Handler) finish(at time.Time, out *Queue) {
 	h.done = true
 	e := out.dones.next() // every field is written
 	reuse.Set(&e.At, at)
-	reuse.Set(&e.Policy, h.prog.policy.Name)
+	reuse.String(&e.Policy, h.prog.policy.Name)
 	if h.prog.manyRole < 0 {
-		reuse.Set(&e.Outcome, h.prog.states[h.sessions[0].state].outcome)
+		reuse.String(&e.Outcome, h.prog.states[h.sessions[0].state].outcome)
 		reuse.Map(&e.Outcomes, nil)
 	} else {
 		e.Outcomes = make(map[string]string, len(h.sessions))
@@ -679,9 +680,9 @@ func (h *Handler) finish(at time.Time, out *Queue) {
 		}
 		e.Outcome = summarize(e.Outcomes)
 	}
-	reuse.Set(&e.Session, "")
+	reuse.String(&e.Session, "")
 	e.Epoch = 0
-	reuse.Set(&e.Reason, "")
+	reuse.String(&e.Reason, "")
 	out.emit(e)
 }
 

@@ -748,12 +748,16 @@ func (h *Handler) answerGroup(e *DecisionEvent, out *Queue) error {
 
 // answerJoin applies a join decision: one answer per waiting session.
 func (h *Handler) answerJoin(e *DecisionEvent, out *Queue) error {
-	var waiting []int
-	isWaiting := make([]bool, len(h.sessions))
+	n := 0
+	for i := range h.sessions {
+		if h.sessions[i].ticket == e.Ticket {
+			n++
+		}
+	}
+	waiting := make([]int, 0, n)
 	for i := range h.sessions {
 		if h.sessions[i].ticket == e.Ticket {
 			waiting = append(waiting, i)
-			isWaiting[i] = true
 		}
 	}
 	var missing []string
@@ -771,10 +775,20 @@ func (h *Handler) answerJoin(e *DecisionEvent, out *Queue) error {
 			return err
 		}
 	}
+	// Each waiting session has its own peer, so the answers for them are
+	// len(waiting)-len(missing) of the answer's; any other is stale. Look
+	// for those only when there are some: with many sessions, looking
+	// each answer's peer up costs a cache miss or two.
 	var stale []string
-	for peer := range e.Answer.Sessions {
-		if i, ok := h.many.bySender[peer]; !ok || !isWaiting[i] {
-			stale = append(stale, peer)
+	if len(e.Answer.Sessions) > len(waiting)-len(missing) {
+		isWaiting := make([]bool, len(h.sessions))
+		for _, i := range waiting {
+			isWaiting[i] = true
+		}
+		for peer := range e.Answer.Sessions {
+			if i, ok := h.many.bySender[peer]; !ok || !isWaiting[i] {
+				stale = append(stale, peer)
+			}
 		}
 	}
 	// In peer order, not map order: the same inputs give the same outputs.

@@ -282,22 +282,22 @@ func (f *Form) Build(m *Message, content map[string]any, p Params) error {
 // A field already holding its value is not written again (see package
 // reuse): a message reused for the next one keeps most of it.
 func (f *Form) Fill(m *Message, content map[string]any, p Params) {
-	reuse.Set(&m.Performative, f.Type.Performative)
-	reuse.Set(&m.Sender, p.Sender)
+	reuse.String(&m.Performative, f.Type.Performative)
+	reuse.String(&m.Sender, p.Sender)
 	reuse.Slice(&m.Receivers, p.Receivers)
-	reuse.Set(&m.ReplyTo, "")
+	reuse.String(&m.ReplyTo, "")
 	reuse.Map(&m.Content, content)
 	language := ""
 	if content != nil || len(f.Type.Fields) > 0 {
 		language = "json"
 	}
-	reuse.Set(&m.Language, language)
-	reuse.Set(&m.Encoding, "")
-	reuse.Set(&m.Ontology, "")
-	reuse.Set(&m.Protocol, p.Protocol)
-	reuse.Set(&m.ConversationID, p.ConversationID)
-	reuse.Set(&m.ReplyWith, p.ReplyWith)
-	reuse.Set(&m.InReplyTo, p.InReplyTo)
+	reuse.String(&m.Language, language)
+	reuse.String(&m.Encoding, "")
+	reuse.String(&m.Ontology, "")
+	reuse.String(&m.Protocol, p.Protocol)
+	reuse.String(&m.ConversationID, p.ConversationID)
+	reuse.String(&m.ReplyWith, p.ReplyWith)
+	reuse.String(&m.InReplyTo, p.InReplyTo)
 	reuse.Set(&m.ReplyBy, p.ReplyBy)
 }
 

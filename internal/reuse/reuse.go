@@ -9,10 +9,20 @@ package reuse
 
 import "unsafe"
 
-// Set writes v to *dst unless *dst already equals v.
+// Set writes v to *dst unless *dst already equals v. For a string, which
+// == compares byte by byte, use String.
 func Set[T comparable](dst *T, v T) {
 	if *dst != v {
 		*dst = v
+	}
+}
+
+// String writes s to *dst unless *dst is the same string: the same bytes
+// in memory, not a copy of them. It does not read the bytes: the string
+// *dst held may be cold in the cache.
+func String[S ~string](dst *S, s S) {
+	if d := *dst; unsafe.StringData(string(d)) != unsafe.StringData(string(s)) || len(d) != len(s) {
+		*dst = s
 	}
 }
 

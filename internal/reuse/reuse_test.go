@@ -2,7 +2,9 @@ package reuse_test
 
 import (
 	"reflect"
+	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 
@@ -23,6 +25,28 @@ func TestSetWritesADifferentValue(t *testing.T) {
 			dst := tt.old
 			reuse.Set(&dst, tt.new)
 			assert.Equal(t, tt.new, dst)
+		})
+	}
+}
+
+func TestStringWritesAnotherString(t *testing.T) {
+	a := strings.Repeat("a", 3)
+	tests := []struct {
+		name     string
+		old, new string
+	}{
+		{name: "different", old: a, new: "bbb"},
+		{name: "a copy", old: a, new: strings.Clone(a)},
+		{name: "the same string", old: a, new: a},
+		{name: "a prefix of it", old: a, new: a[:2]},
+		{name: "to empty", old: a, new: ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dst := tt.old
+			reuse.String(&dst, tt.new)
+			assert.Equal(t, tt.new, dst)
+			assert.Equal(t, unsafe.StringData(tt.new), unsafe.StringData(dst), "dst does not hold the string written")
 		})
 	}
 }
