@@ -65,6 +65,6 @@ func (h *Handler) Abort(at time.Time, reason string, out *Queue) error {
 			e.Outcomes[h.sessions[i].peer] = h.outcome(i)
 		}
 	}
-	out.events = append(out.events, e)
+	out.emit(e)
 	return nil
 }

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/parleyhq/parley/internal/reuse"
 )
 
 func (c CommitmentState) active() bool {
@@ -68,8 +70,15 @@ func (h *Handler) commitMove(i, k int, to CommitmentState, at time.Time, cause s
 	inst.state = to
 	inst.epoch = h.next()
 	inst.deadline = 0
-	e := out.commits.put(CommitmentEvent{At: at, Name: c.name, State: to, Debtor: h.agentOf(i, c.debtor), Creditor: h.agentOf(i, c.creditor), Session: h.sessionName(i), Cause: cause})
-	out.events = append(out.events, e)
+	e := out.commits.next() // every field is written
+	reuse.Set(&e.At, at)
+	reuse.String(&e.Name, c.name)
+	reuse.String(&e.State, to)
+	reuse.String(&e.Debtor, h.agentOf(i, c.debtor))
+	reuse.String(&e.Creditor, h.agentOf(i, c.creditor))
+	reuse.String(&e.Session, h.sessionName(i))
+	reuse.String(&e.Cause, cause)
+	out.emit(e)
 	if timer := c.timer(to); timer >= 0 {
 		d := h.deadline(s, timer, at)
 		inst.deadline = nanos(d)

@@ -226,6 +226,25 @@ func (q *Queue) reasonOf(b []byte) string {
 	return q.reason
 }
 
+// emit appends e to the events. Reset leaves the events it empties in
+// place, and a slot is written only when it does not hold e already:
+// the pools hand out their elements in the same order after each Reset,
+// so a Queue that sees the same kinds of steps again writes no pointer
+// for them, and pays no write barrier while the collector marks.
+func (q *Queue) emit(e Event) {
+	n := len(q.events)
+	if n == cap(q.events) {
+		q.events = append(q.events, e)
+		return
+	}
+	q.events = q.events[:n+1]
+	// Every Event is a pointer: the same type and pointer are the same
+	// event. Comparing the two words saves the runtime call != makes.
+	if *(*[2]unsafe.Pointer)(unsafe.Pointer(&q.events[n])) != *(*[2]unsafe.Pointer)(unsafe.Pointer(&e)) {
+		q.events[n] = e
+	}
+}
+
 // Events returns the events appended since the last Reset, in order.
 func (q *Queue) Events() []Event { return q.events }
 
@@ -234,8 +253,7 @@ func (q *Queue) Len() int { return len(q.events) }
 
 // Reset empties the queue, keeping its storage for reuse.
 func (q *Queue) Reset() {
-	clear(q.events)
-	q.events = q.events[:0]
+	q.events = q.events[:0] // the events stay in place for emit
 	q.msgs.reset()
 	q.bodies.reset()
 	q.decisions.reset()

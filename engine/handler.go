@@ -9,6 +9,7 @@ import (
 
 	"github.com/parleyhq/parley/decision"
 	"github.com/parleyhq/parley/forms"
+	"github.com/parleyhq/parley/internal/reuse"
 	"github.com/parleyhq/parley/policy"
 )
 
@@ -178,7 +179,9 @@ func (pr *Program) NewHandler(conversationID, self string, opts ...HandlerOption
 	h.peers = h.peerSlots()
 	h.peers[pr.roleIdx] = self
 	if pr.manyRole < 0 {
-		h.one[0] = newSession("")
+		// h.one[0] = newSession(""), without writing the zero fields of
+		// the new handler again.
+		h.one[0].state, h.one[0].timedOutFrom = -1, -1
 		h.sessions = h.one[:1]
 	}
 	if len(opts) == 0 {
@@ -486,8 +489,15 @@ func (h *Handler) deadline(s *session, k int, at time.Time) time.Time {
 // emitTimer asks to set or cancel timer name of session i, armed by
 // commitment (or by the state, for "").
 func (h *Handler) emitTimer(out *Queue, op TimerOp, at time.Time, name, commitment string, i int, epoch uint64, deadline time.Time) {
-	e := out.timers.put(TimerEvent{At: at, Op: op, Name: name, Commitment: commitment, Session: h.sessionName(i), Deadline: deadline, Epoch: epoch})
-	out.events = append(out.events, e)
+	e := out.timers.next() // every field is written
+	reuse.Set(&e.At, at)
+	e.Op = op
+	reuse.String(&e.Name, name)
+	reuse.String(&e.Commitment, commitment)
+	reuse.String(&e.Session, h.sessionName(i))
+	reuse.Set(&e.Deadline, deadline)
+	e.Epoch = epoch
+	out.emit(e)
 }
 
 func (h *Handler) protocolError(out *Queue, at time.Time, code ErrorCode, i int, m *forms.Message, applied bool, format string, args ...any) {
@@ -503,7 +513,7 @@ func (h *Handler) report(out *Queue, at time.Time, code ErrorCode, i int, m *for
 			e.State = h.prog.states[st].name
 		}
 	}
-	out.events = append(out.events, e)
+	out.emit(e)
 }
 
 // choices returns the choices session i may take in its state; guards
@@ -539,28 +549,38 @@ func containsString(list []string, s string) bool {
 }
 
 func (h *Handler) request(i int, ticket uint64) decision.Request {
+	var r decision.Request
+	h.fillRequest(&r, i, ticket)
+	return r
+}
+
+// fillRequest writes the decision request of session i for ticket into
+// r, every field of it, with package reuse: r may be a reused output
+// event's.
+func (h *Handler) fillRequest(r *decision.Request, i int, ticket uint64) {
 	s := &h.sessions[i]
-	return decision.Request{
-		ConversationID: h.conv,
-		Policy:         h.prog.policy.Name,
-		Role:           h.prog.role,
-		Point:          h.prog.states[s.state].name,
-		Ticket:         ticket,
-		Choices:        h.choices(i),
-		Peer:           h.sessionName(i),
-		Content:        s.content,
-		Vars:           s.vars,
-	}
+	reuse.String(&r.ConversationID, h.conv)
+	reuse.String(&r.Policy, h.prog.policy.Name)
+	reuse.String(&r.Role, h.prog.role)
+	reuse.String(&r.Point, h.prog.states[s.state].name)
+	r.Ticket = ticket
+	reuse.Slice(&r.Choices, h.choices(i))
+	reuse.String(&r.Peer, h.sessionName(i))
+	reuse.Map(&r.Content, s.content)
+	reuse.Map(&r.Vars, s.vars)
+	reuse.Slice(&r.Sessions, nil)
 }
 
 // raise asks for a decision for session i.
 func (h *Handler) raise(i int, at time.Time, out *Queue) {
 	t := h.ticketFor(i)
 	h.sessions[i].ticket = t
-	e := out.decisions.next()
-	e.At, e.Ticket, e.Request = at, t, h.request(i, t)
+	e := out.decisions.next() // every field is written
+	reuse.Set(&e.At, at)
+	e.Ticket = t
+	h.fillRequest(&e.Request, i, t)
 	e.clearAnswer()
-	out.events = append(out.events, e)
+	out.emit(e)
 }
 
 // clearAnswer zeroes the Answer of an output decision taken from the
@@ -580,7 +600,7 @@ func (h *Handler) raiseGroup(at time.Time, out *Queue) {
 	e := out.decisions.get()
 	e.At, e.Ticket, e.Request = at, t, h.request(0, t)
 	e.Request.Peer = ""
-	out.events = append(out.events, e)
+	out.emit(e)
 }
 
 // checkJoin releases a join once every session is at a join or ended and
@@ -624,7 +644,7 @@ func (h *Handler) releaseJoin(at time.Time, out *Queue) {
 		}
 		e.Request.Sessions = append(e.Request.Sessions, decision.Session{Peer: s.peer, Choices: req.Choices, Content: s.content, Vars: s.vars})
 	}
-	out.events = append(out.events, e)
+	out.emit(e)
 }
 
 func (h *Handler) loadChild(i int, sp *stateProg, at time.Time, out *Queue) {
@@ -641,15 +661,18 @@ func (h *Handler) loadChild(i int, sp *stateProg, at time.Time, out *Queue) {
 			}
 		}
 	}
-	out.events = append(out.events, e)
+	out.emit(e)
 }
 
 // finish ends the conversation.
 func (h *Handler) finish(at time.Time, out *Queue) {
 	h.done = true
-	e := out.dones.put(CPDoneEvent{At: at, Policy: h.prog.policy.Name})
+	e := out.dones.next() // every field is written
+	reuse.Set(&e.At, at)
+	reuse.String(&e.Policy, h.prog.policy.Name)
 	if h.prog.manyRole < 0 {
-		e.Outcome = h.prog.states[h.sessions[0].state].outcome
+		reuse.String(&e.Outcome, h.prog.states[h.sessions[0].state].outcome)
+		reuse.Map(&e.Outcomes, nil)
 	} else {
 		e.Outcomes = make(map[string]string, len(h.sessions))
 		for i := range h.sessions {
@@ -657,7 +680,10 @@ func (h *Handler) finish(at time.Time, out *Queue) {
 		}
 		e.Outcome = summarize(e.Outcomes)
 	}
-	out.events = append(out.events, e)
+	reuse.String(&e.Session, "")
+	e.Epoch = 0
+	reuse.String(&e.Reason, "")
+	out.emit(e)
 }
 
 // outboundReplyWith returns a fresh reply-with for a message this handler

@@ -12,6 +12,7 @@ import (
 
 	"github.com/parleyhq/parley/decision"
 	"github.com/parleyhq/parley/forms"
+	"github.com/parleyhq/parley/internal/reuse"
 	"github.com/parleyhq/parley/policy"
 )
 
@@ -715,8 +716,11 @@ func (h *Handler) take(i int, choice string, content map[string]any, replyBy tim
 			return false, nil
 		}
 	}
-	me := out.msgs.put(MessageEvent{At: at, Message: msg})
-	out.events = append(out.events, me)
+	me := out.msgs.next() // every field is written
+	reuse.Set(&me.At, at)
+	reuse.Set(&me.Message, msg)
+	me.Sent = false
+	out.emit(me)
 	for _, j := range group {
 		sj := &h.sessions[j]
 		sj.sent[1], sj.sent[0] = sj.sent[0], rw
@@ -744,12 +748,16 @@ func (h *Handler) answerGroup(e *DecisionEvent, out *Queue) error {
 
 // answerJoin applies a join decision: one answer per waiting session.
 func (h *Handler) answerJoin(e *DecisionEvent, out *Queue) error {
-	var waiting []int
-	isWaiting := make([]bool, len(h.sessions))
+	n := 0
+	for i := range h.sessions {
+		if h.sessions[i].ticket == e.Ticket {
+			n++
+		}
+	}
+	waiting := make([]int, 0, n)
 	for i := range h.sessions {
 		if h.sessions[i].ticket == e.Ticket {
 			waiting = append(waiting, i)
-			isWaiting[i] = true
 		}
 	}
 	var missing []string
@@ -767,10 +775,20 @@ func (h *Handler) answerJoin(e *DecisionEvent, out *Queue) error {
 			return err
 		}
 	}
+	// Each waiting session has its own peer, so the answers for them are
+	// len(waiting)-len(missing) of the answer's; any other is stale. Look
+	// for those only when there are some: with many sessions, looking
+	// each answer's peer up costs a cache miss or two.
 	var stale []string
-	for peer := range e.Answer.Sessions {
-		if i, ok := h.many.bySender[peer]; !ok || !isWaiting[i] {
-			stale = append(stale, peer)
+	if len(e.Answer.Sessions) > len(waiting)-len(missing) {
+		isWaiting := make([]bool, len(h.sessions))
+		for _, i := range waiting {
+			isWaiting[i] = true
+		}
+		for peer := range e.Answer.Sessions {
+			if i, ok := h.many.bySender[peer]; !ok || !isWaiting[i] {
+				stale = append(stale, peer)
+			}
 		}
 	}
 	// In peer order, not map order: the same inputs give the same outputs.

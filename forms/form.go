@@ -6,6 +6,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/parleyhq/parley/internal/reuse"
 	"github.com/parleyhq/parley/policy"
 )
 
@@ -277,21 +278,27 @@ func (f *Form) Build(m *Message, content map[string]any, p Params) error {
 
 // Fill is Build for content the caller has validated: it overwrites every
 // field of m, whatever m held.
+//
+// A field already holding its value is not written again (see package
+// reuse): a message reused for the next one keeps most of it.
 func (f *Form) Fill(m *Message, content map[string]any, p Params) {
-	*m = Message{
-		Performative:   f.Type.Performative,
-		Sender:         p.Sender,
-		Receivers:      p.Receivers,
-		Content:        content,
-		Protocol:       p.Protocol,
-		ConversationID: p.ConversationID,
-		ReplyWith:      p.ReplyWith,
-		InReplyTo:      p.InReplyTo,
-		ReplyBy:        p.ReplyBy,
+	reuse.String(&m.Performative, f.Type.Performative)
+	reuse.String(&m.Sender, p.Sender)
+	reuse.Slice(&m.Receivers, p.Receivers)
+	reuse.String(&m.ReplyTo, "")
+	reuse.Map(&m.Content, content)
+	language := ""
+	if content != nil || len(f.Type.Fields) > 0 {
+		language = "json"
 	}
-	if m.Content != nil || len(f.Type.Fields) > 0 {
-		m.Language = "json"
-	}
+	reuse.String(&m.Language, language)
+	reuse.String(&m.Encoding, "")
+	reuse.String(&m.Ontology, "")
+	reuse.String(&m.Protocol, p.Protocol)
+	reuse.String(&m.ConversationID, p.ConversationID)
+	reuse.String(&m.ReplyWith, p.ReplyWith)
+	reuse.String(&m.InReplyTo, p.InReplyTo)
+	reuse.Set(&m.ReplyBy, p.ReplyBy)
 }
 
 // Time reads field name of m as a time: the reply_by parameter or a
