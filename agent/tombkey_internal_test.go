@@ -24,11 +24,16 @@ func TestATombstoneWhoseKeyIsTakenIsStillFound(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			w := &worker{tombs: map[uint64]*tombstone{}, seed: maphash.MakeSeed()}
-			a := &tombstone{id: "a"}
+			tombOf := func(id string) *tombstone {
+				t := w.newTombstone()
+				t.id = t.keep(id)
+				return t
+			}
+			a := tombOf("a")
 			w.tombs[w.tombKey("b")] = a
 			put := map[string]*tombstone{}
 			for _, id := range tt.ids {
-				put[id] = &tombstone{id: id}
+				put[id] = tombOf(id)
 				w.putTomb(put[id])
 			}
 			assert.Same(t, a, w.tombs[w.tombKey("b")], "a's tombstone keeps its key")

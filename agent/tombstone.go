@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"time"
+	"unsafe"
 
 	"github.com/parleyhq/parley/engine"
 	"github.com/parleyhq/parley/forms"
@@ -26,45 +27,83 @@ import (
 // is reported as late, PE004, which needs the policy's guards), that
 // held a message, or whose handler failed to process an input.
 type tombstone struct {
-	id      string
-	endedAt time.Time
-	next    *tombstone
+	next *tombstone
 	// c is the whole conversation, kept in the worker's convs; nil for a
 	// tombstone in tombs.
 	c *conversation
-
+	// slab is the slab the tombstone was cut from, which holds the text
+	// of its strings (see tombSlab).
+	slab        *tombSlab
 	prog        *engine.Program
-	outcome     string
-	abortReason string
-	state       string
+	lastContent map[string]any
+	endedAt     time.Time
+
+	id, outcome, abortReason, state text
 	// The last message the handler applied (applied says there was one),
 	// to tell a duplicate: its performative, sender, in-reply-to and
-	// reply-with, and its content when it had no reply-with.
-	lastPerf, lastSender, lastInReplyTo, lastReplyWith string
-	lastContent                                        map[string]any
+	// reply-with, and its content (lastContent) when it had no
+	// reply-with.
+	lastPerf, lastSender, lastInReplyTo, lastReplyWith text
 	aborted, applied                                   bool
 }
 
+// text is a string a tombstone keeps in its slab's text: where it starts
+// and how long it is. A tombstone holds no pointer to its strings, so
+// that the collector, marking a slab, has few pointers to follow.
+type text struct{ off, n uint32 }
+
+// maxTombText bounds the text of one tombstone: a conversation whose id,
+// abort reason and last message's envelope strings are longer together
+// is kept whole (see keptWhole), so that a slab's text stays far within
+// 4 GiB.
+const maxTombText = 1 << 16
+
+// keep copies s into t's slab's text. The bytes kept are never written
+// again: the text only grows, and a string str returned keeps the array
+// it points into.
+func (t *tombstone) keep(s string) text {
+	sl := t.slab
+	off := len(sl.text)
+	sl.text = append(sl.text, s...)
+	return text{off: uint32(off), n: uint32(len(s))}
+}
+
+// str returns the string x of t.
+func (t *tombstone) str(x text) string {
+	if x.n == 0 {
+		return ""
+	}
+	return unsafe.String(&t.slab.text[x.off], int(x.n))
+}
+
 // keptWhole reports whether c must stay whole after its end (see
-// tombstone).
+// tombstone and maxTombText).
 func (w *worker) keptWhole(c *conversation) bool {
-	return w.d != nil || c.whole || c.h.Sessions() != nil
+	if w.d != nil || c.whole || c.h.Sessions() != nil {
+		return true
+	}
+	n := len(c.id) + len(c.outcome) + len(c.abortReason) + len(c.h.State(""))
+	if l := c.last; l != nil {
+		n += len(l.Performative) + len(l.Sender) + len(l.InReplyTo) + len(l.ReplyWith)
+	}
+	return n > maxTombText
 }
 
 // retire replaces c, which has just ended, by its tombstone, or keeps it
 // whole, and queues it for the sweep.
 func (w *worker) retire(c *conversation) {
 	t := w.newTombstone()
-	t.id, t.endedAt = c.id, c.endedAt
+	t.id, t.endedAt = t.keep(c.id), c.endedAt
 	if w.keptWhole(c) {
 		t.c = c
 	} else {
 		h := c.h
-		t.prog, t.outcome, t.abortReason = h.Program(), c.outcome, c.abortReason
-		t.state, t.aborted = h.State(""), h.Aborted()
+		t.prog, t.outcome, t.abortReason = h.Program(), t.keep(c.outcome), t.keep(c.abortReason)
+		t.state, t.aborted = t.keep(h.State("")), h.Aborted()
 		if l := c.last; l != nil {
 			t.applied = true
-			t.lastPerf, t.lastSender, t.lastInReplyTo, t.lastReplyWith = l.Performative, l.Sender, l.InReplyTo, l.ReplyWith
+			t.lastPerf, t.lastSender = t.keep(l.Performative), t.keep(l.Sender)
+			t.lastInReplyTo, t.lastReplyWith = t.keep(l.InReplyTo), t.keep(l.ReplyWith)
 			if l.ReplyWith == "" {
 				t.lastContent = l.Content
 			}
@@ -142,7 +181,7 @@ func (w *worker) retainEnded(cs []*conversation) {
 	slices.SortStableFunc(ended, func(a, b *conversation) int { return a.endedAt.Compare(b.endedAt) })
 	for _, c := range ended {
 		t := w.newTombstone()
-		t.id, t.endedAt, t.c = c.id, c.endedAt, c
+		t.id, t.endedAt, t.c = t.keep(c.id), c.endedAt, c
 		w.retain(t)
 	}
 }
@@ -180,7 +219,7 @@ func (w *worker) tombKey(id string) uint64 { return maphash.String(w.seed, id) }
 // leads to another id's tombstone is no match: the tombstone of an id
 // whose key was taken already is in collided.
 func (w *worker) tomb(id string) *tombstone {
-	if t := w.tombs[w.tombKey(id)]; t != nil && t.id == id {
+	if t := w.tombs[w.tombKey(id)]; t != nil && t.str(t.id) == id {
 		return t
 	}
 	if len(w.collided) == 0 {
@@ -192,12 +231,13 @@ func (w *worker) tomb(id string) *tombstone {
 // putTomb holds t, by its id's key, or in collided when that key is
 // another id's.
 func (w *worker) putTomb(t *tombstone) {
-	k := w.tombKey(t.id)
-	if o := w.tombs[k]; o != nil && o.id != t.id {
+	id := t.str(t.id)
+	k := w.tombKey(id)
+	if o := w.tombs[k]; o != nil && o.str(o.id) != id {
 		if w.collided == nil {
 			w.collided = map[string]*tombstone{}
 		}
-		w.collided[t.id] = t
+		w.collided[id] = t
 		return
 	}
 	w.tombs[k] = t
@@ -205,36 +245,56 @@ func (w *worker) putTomb(t *tombstone) {
 
 // dropTomb forgets t, held by putTomb.
 func (w *worker) dropTomb(t *tombstone) {
-	if k := w.tombKey(t.id); w.tombs[k] == t {
+	id := t.str(t.id)
+	if k := w.tombKey(id); w.tombs[k] == t {
 		delete(w.tombs, k)
-	} else if w.collided[t.id] == t {
-		delete(w.collided, t.id)
+	} else if w.collided[id] == t {
+		delete(w.collided, id)
 	}
 }
 
-// tombSlab is how many tombstones a worker allocates at once. They are
-// swept in about the order they were made, so a slab is freed soon after
-// its last tombstone is swept; one allocation, and one object for the
-// collector to mark, stand for 64 ended conversations.
-const tombSlab = 64
+// tombSlab is what a worker cuts tombstones from, tombsPerSlab at a
+// time, with the text of their strings. They are swept in about the
+// order they were made, so a slab is freed soon after its last tombstone
+// is swept; one allocation, and one object for the collector to mark,
+// stand for 64 ended conversations, and one more for their strings.
+type tombSlab struct {
+	tombs [tombsPerSlab]tombstone
+	text  []byte
+}
+
+const (
+	tombsPerSlab = 64
+	// A slab's text starts with room for what the last slab's took, and
+	// an eighth more, within minTombText and maxTombRoom.
+	minTombText = 4 << 10
+	maxTombRoom = 64 << 10
+)
 
 func (w *worker) newTombstone() *tombstone {
-	if len(w.slab) == cap(w.slab) {
-		w.slab = make([]tombstone, 0, tombSlab)
+	if w.slab == nil || w.slabUsed == len(w.slab.tombs) {
+		room := minTombText
+		if w.slab != nil {
+			n := len(w.slab.text)
+			room = min(max(room, n+n/8), maxTombRoom)
+		}
+		w.slab, w.slabUsed = &tombSlab{text: make([]byte, 0, room)}, 0
 	}
-	w.slab = w.slab[:len(w.slab)+1]
-	return &w.slab[len(w.slab)-1]
+	t := &w.slab.tombs[w.slabUsed]
+	w.slabUsed++
+	t.slab = w.slab
+	return t
 }
 
 func (t *tombstone) result() waitResult {
-	if t.abortReason != "" {
-		return waitResult{outcome: t.outcome, err: &AbortError{Conversation: t.id, Reason: t.abortReason}}
+	if t.abortReason.n > 0 {
+		return waitResult{outcome: t.str(t.outcome), err: &AbortError{Conversation: t.str(t.id), Reason: t.str(t.abortReason)}}
 	}
-	return waitResult{outcome: t.outcome}
+	return waitResult{outcome: t.str(t.outcome)}
 }
 
 func (t *tombstone) status() Status {
-	return Status{Conversation: t.id, Policy: t.prog.Policy().Name, Role: t.prog.Role(), Done: true, Outcome: t.outcome, States: map[string]string{"": t.state}}
+	return Status{Conversation: t.str(t.id), Policy: t.prog.Policy().Name, Role: t.prog.Role(), Done: true, Outcome: t.str(t.outcome), States: map[string]string{"": t.str(t.state)}}
 }
 
 // late reports a message for an ended conversation, as its handler
@@ -260,11 +320,11 @@ func (w *worker) late(t *tombstone, msg *forms.Message, now time.Time) {
 	case t.aborted:
 		code, reason = engine.CodeEnded, fmt.Sprintf("%s from %s arrived after the conversation was aborted", perf, from)
 	case t.isDuplicate(msg):
-		code, reason = engine.CodeDuplicate, fmt.Sprintf("%s from %s repeats a message already received; the conversation has ended with outcome %s", perf, from, policy.Quote(t.outcome))
+		code, reason = engine.CodeDuplicate, fmt.Sprintf("%s from %s repeats a message already received; the conversation has ended with outcome %s", perf, from, policy.Quote(t.str(t.outcome)))
 	default:
-		code, reason = engine.CodeEnded, fmt.Sprintf("%s from %s arrived after the conversation ended with outcome %s", perf, from, policy.Quote(t.outcome))
+		code, reason = engine.CodeEnded, fmt.Sprintf("%s from %s arrived after the conversation ended with outcome %s", perf, from, policy.Quote(t.str(t.outcome)))
 	}
-	w.tombError(t, &engine.ProtocolErrorEvent{At: now, Code: code, Reason: reason, Message: msg, State: t.state})
+	w.tombError(t, &engine.ProtocolErrorEvent{At: now, Code: code, Reason: reason, Message: msg, State: t.str(t.state)})
 }
 
 // lateAnswer reports an answer (Manager.Answer) for an ended
@@ -292,11 +352,11 @@ func (w *worker) tombError(t *tombstone, pe *engine.ProtocolErrorEvent) {
 // performative, sender and in-reply-to, and the same reply-with, or the
 // same content when neither has one.
 func (t *tombstone) isDuplicate(m *forms.Message) bool {
-	if !t.applied || m.Performative != t.lastPerf || m.InReplyTo != t.lastInReplyTo || m.Sender != t.lastSender {
+	if !t.applied || m.Performative != t.str(t.lastPerf) || m.InReplyTo != t.str(t.lastInReplyTo) || m.Sender != t.str(t.lastSender) {
 		return false
 	}
-	if m.ReplyWith != "" || t.lastReplyWith != "" {
-		return m.ReplyWith == t.lastReplyWith
+	if m.ReplyWith != "" || t.lastReplyWith.n > 0 {
+		return m.ReplyWith == t.str(t.lastReplyWith)
 	}
 	return forms.SameContent(m.Content, t.lastContent)
 }
@@ -314,7 +374,7 @@ func (t *tombstone) perf(m *forms.Message) string {
 }
 
 func (w *worker) observeTomb(t *tombstone, ev engine.Event, input bool) {
-	w.m.observe(Observation{Agent: w.m.self, Conversation: t.id, Policy: t.prog.Policy().Name, Role: t.prog.Role(), Input: input, Event: ev})
+	w.m.observe(Observation{Agent: w.m.self, Conversation: t.str(t.id), Policy: t.prog.Policy().Name, Role: t.prog.Role(), Input: input, Event: ev})
 }
 
 func (w *worker) tombLog(t *tombstone, level slog.Level, msg string, args ...any) {
@@ -322,6 +382,6 @@ func (w *worker) tombLog(t *tombstone, level slog.Level, msg string, args ...any
 	if !m.o.logger.Enabled(context.Background(), level) {
 		return
 	}
-	attrs := append([]any{"agent", m.self, "conversation", t.id, "policy", t.prog.Policy().Name, "role", t.prog.Role(), "state", t.state}, args...)
+	attrs := append([]any{"agent", m.self, "conversation", t.str(t.id), "policy", t.prog.Policy().Name, "role", t.prog.Role(), "state", t.str(t.state)}, args...)
 	m.o.logger.Log(context.Background(), level, clipAttr(msg), attrs...)
 }

@@ -108,10 +108,11 @@ type worker struct {
 	collided       map[string]*tombstone
 	seed           maphash.Seed
 	oldest, newest *tombstone
-	// slab holds the tombstones made last, and room for more (see
-	// tombSlab). retired holds the conversations the current input
+	// slab is the slab tombstones are cut from, of which slabUsed are
+	// (see tombSlab). retired holds the conversations the current input
 	// replaced by tombstones, and freeConvs those ready for reuse.
-	slab      []tombstone
+	slab      *tombSlab
+	slabUsed  int
 	retired   []*conversation
 	freeConvs []*conversation
 	processed atomic.Uint64
