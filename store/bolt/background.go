@@ -63,9 +63,6 @@ func (s *Store) startBackground() {
 	bg := &background{window: s.window, seq: s.seq, ix: s.ix, lost: s.lost, done: make(chan struct{})}
 	s.window = s.takeRoom()
 	s.ix, s.spare, s.lost = s.spare, windowIndex{}, nil
-	if s.ix.lastConv == nil {
-		s.ix = newWindowIndex()
-	}
 	s.background = bg
 	go func() {
 		defer close(bg.done)
@@ -102,14 +99,8 @@ func (s *Store) takeBackground(wait bool) {
 		after := s.ix
 		s.window = append(bg.window[:len(bg.window):len(bg.window)], s.window...)
 		s.ix, s.lost = bg.ix, append(bg.lost, s.lost...)
-		for _, o := range after.convOps {
-			s.ix.convOp(o)
-		}
-		for _, o := range after.outOps {
-			s.ix.outOp(o)
-		}
-		after.reset()
-		s.spare = after
+		s.ix.convOps = append(s.ix.convOps, after.convOps...)
+		s.ix.outOps = append(s.ix.outOps, after.outOps...)
 		return
 	}
 	s.moveTabled()

@@ -29,6 +29,41 @@ func bigPut(id, h string, seq uint64) *agent.Batch {
 	}
 }
 
+// committed is a store of 1 MiB checkpoints at path and what the test
+// committed to it: each conversation's handler's first byte, by id, and
+// the outbox's sequence numbers.
+type committed struct {
+	t     *testing.T
+	path  string
+	s     *Store
+	convs map[string]string
+	seqs  []uint64
+}
+
+func openCommitted(t *testing.T) *committed {
+	path := filepath.Join(t.TempDir(), "a.db")
+	s, err := Open(path, WithCheckpointSize(1<<20))
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, s.Close()) })
+	return &committed{t: t, path: path, s: s, convs: map[string]string{}}
+}
+
+// commit commits bigPut of id, h and the next sequence number.
+func (c *committed) commit(id, h string) {
+	seq := uint64(len(c.seqs) + 1)
+	require.NoError(c.t, c.s.Commit(bigPut(id, h, seq)))
+	c.convs[id], c.seqs = h, append(c.seqs, seq)
+}
+
+// changed is how many conversations ix changes.
+func changed(ix *windowIndex) int {
+	ids := map[string]bool{}
+	for _, o := range ix.convOps {
+		ids[string(o.key)] = true
+	}
+	return len(ids)
+}
+
 // copyStore copies the store files at path to a new directory, as a
 // crash at that moment would leave them, and returns the copy's path.
 func copyStore(t *testing.T, path string) string {
@@ -68,17 +103,8 @@ func stored(t *testing.T, path string) (map[string]string, []uint64) {
 // commit after it folds them, and the log file starts over. A crash at
 // any of those moments loses nothing, and repeats nothing.
 func TestALargeLogIsCheckpointedInTheBackground(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "a.db")
-	s, err := Open(path, WithCheckpointSize(1<<20))
-	require.NoError(t, err)
-	defer s.Close()
-	want := map[string]string{}
-	var seqs []uint64
-	commit := func(id, h string) {
-		seq := uint64(len(seqs) + 1)
-		require.NoError(t, s.Commit(bigPut(id, h, seq)))
-		want[id], seqs = h, append(seqs, seq)
-	}
+	c := openCommitted(t)
+	s, path, want, commit := c.s, c.path, c.convs, c.commit
 	// hold bbolt's writer lock, so that the background checkpoint waits
 	tx, err := s.db.Begin(true)
 	require.NoError(t, err)
@@ -92,11 +118,11 @@ func TestALargeLogIsCheckpointedInTheBackground(t *testing.T) {
 	commit("c0", "2")
 	commit("late", "3")
 	assert.Greater(t, s.wal.off, int64(len(bg.window)), "the log file goes on past it")
-	assert.Len(t, s.ix.lastConv, 2, "the commits meanwhile are indexed apart")
+	assert.Equal(t, 2, changed(&s.ix), "the commits meanwhile are indexed apart")
 	crashed := copyStore(t, path)
 	got, gotSeqs := stored(t, crashed)
 	assert.Equal(t, want, got, "a crash before the background checkpoint is done")
-	assert.Equal(t, seqs, gotSeqs)
+	assert.Equal(t, c.seqs, gotSeqs)
 
 	require.NoError(t, tx.Rollback())
 	s.mu.Lock()
@@ -113,7 +139,7 @@ func TestALargeLogIsCheckpointedInTheBackground(t *testing.T) {
 	crashed = copyStore(t, path)
 	got, gotSeqs = stored(t, crashed)
 	assert.Equal(t, want, got, "a crash after it, before the next commit")
-	assert.Equal(t, seqs, gotSeqs)
+	assert.Equal(t, c.seqs, gotSeqs)
 
 	commit("next", "4")
 	assert.Zero(t, s.wal.off, "the next commit folds the rest, and the log file starts over")
@@ -122,11 +148,11 @@ func TestALargeLogIsCheckpointedInTheBackground(t *testing.T) {
 	st, err := s.Load()
 	require.NoError(t, err)
 	assert.Len(t, st.Conversations, len(want))
-	assert.Len(t, st.Outbox, len(seqs))
+	assert.Len(t, st.Outbox, len(c.seqs))
 	require.NoError(t, s.Close())
 	got, gotSeqs = stored(t, path)
 	assert.Equal(t, want, got)
-	assert.Equal(t, seqs, gotSeqs)
+	assert.Equal(t, c.seqs, gotSeqs)
 }
 
 // TestAFailedBackgroundCheckpointLosesNothing: when the background
@@ -136,37 +162,30 @@ func TestALargeLogIsCheckpointedInTheBackground(t *testing.T) {
 func TestAFailedBackgroundCheckpointLosesNothing(t *testing.T) {
 	defer func(f func(*Store, *background) error) { foldBackground = f }(foldBackground)
 	foldBackground = func(*Store, *background) error { return errors.New("disk full") }
-	path := filepath.Join(t.TempDir(), "a.db")
-	s, err := Open(path, WithCheckpointSize(1<<20))
-	require.NoError(t, err)
-	defer s.Close()
-	want := map[string]string{}
-	var seqs []uint64
+	c := openCommitted(t)
+	s := c.s
 	started := 0
 	for i := 0; s.wal.off > 0 || i == 0; i++ {
 		require.Less(t, i, 64, "a commit folds the log once it is twice the checkpoint size")
-		seq := uint64(len(seqs) + 1)
-		id := fmt.Sprint("c", i%20)
-		require.NoError(t, s.Commit(bigPut(id, fmt.Sprint(i%10), seq)))
-		want[id], seqs = fmt.Sprint(i%10), append(seqs, seq)
+		c.commit(fmt.Sprint("c", i%20), fmt.Sprint(i%10))
 		if s.background != nil {
 			started++
 			s.mu.Lock()
 			s.takeBackground(true)
 			s.mu.Unlock()
 			assert.NotZero(t, s.wal.off)
-			assert.Len(t, s.ix.lastConv, min(i+1, 20), "every record's changes, again")
+			assert.Equal(t, min(i+1, 20), changed(&s.ix), "every record's changes, again")
 		}
 	}
 	assert.GreaterOrEqual(t, started, 2)
 	assert.Nil(t, s.background)
 	st, err := s.Load()
 	require.NoError(t, err)
-	assert.Len(t, st.Conversations, len(want))
+	assert.Len(t, st.Conversations, len(c.convs))
 	require.NoError(t, s.Close())
-	got, gotSeqs := stored(t, path)
-	assert.Equal(t, want, got)
-	assert.Equal(t, seqs, gotSeqs)
+	got, gotSeqs := stored(t, c.path)
+	assert.Equal(t, c.convs, got)
+	assert.Equal(t, c.seqs, gotSeqs)
 }
 
 // TestACrashAtAnyMomentLosesNothing commits random batches to a store

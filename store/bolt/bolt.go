@@ -201,6 +201,10 @@ type Store struct {
 	// outMoved is how a checkpoint changes it, for its commit to apply.
 	tabled   map[uint64]struct{}
 	outMoved []outMove
+	// seen and seenOut are the conversations and outbox entries a
+	// checkpoint has written, of those the window changes.
+	seen    map[string]struct{}
+	seenOut map[uint64]struct{}
 }
 
 // outMove adds outbox entry seq to the table, or takes it out (del).
@@ -216,22 +220,12 @@ type slotMove struct {
 	del  bool
 }
 
-// windowIndex is what log records change, in order: convOps and outOps,
-// as slices of the records. lastConv gives, for each conversation they
-// change, a cell of convLast, which holds the index of its last change
-// in convOps (a cell, so that a change does not make a new string of
-// the id); lastOut gives the index of each outbox entry's last change
-// in outOps.
+// windowIndex is what log records change, in order, as slices of the
+// records: a checkpoint writes the last change of each key (see fold),
+// so that a commit only appends its changes.
 type windowIndex struct {
-	convOps  []convOp
-	outOps   []outOp
-	lastConv map[string]int
-	convLast []int
-	lastOut  map[uint64]int
-}
-
-func newWindowIndex() windowIndex {
-	return windowIndex{lastConv: map[string]int{}, lastOut: map[uint64]int{}}
+	convOps []convOp
+	outOps  []outOp
 }
 
 // convOp is a put (rec) or a delete (del) of conversation key.
@@ -278,7 +272,7 @@ func Open(path string, opts ...Option) (s *Store, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
-	st := &Store{db: db, path: path, checkpoint: o.checkpoint, slots: map[string]uint64{}, tabled: map[uint64]struct{}{}, ix: newWindowIndex()}
+	st := &Store{db: db, path: path, checkpoint: o.checkpoint, slots: map[string]uint64{}, tabled: map[uint64]struct{}{}, seen: map[string]struct{}{}, seenOut: map[uint64]struct{}{}}
 	// after bbolt: its lock keeps a second process from the log too; and
 	// before the tables, which make a new file or one of an earlier
 	// format of format 4: a log file beside such a file is not its own
@@ -777,64 +771,31 @@ func (s *Store) index(rec []byte) error {
 	}
 	for _, r := range e.put {
 		if key, err := recordKey(r); err == nil {
-			s.ix.convOp(convOp{key: key, rec: r})
+			s.ix.convOps = append(s.ix.convOps, convOp{key: key, rec: r})
 		}
 	}
 	for _, id := range e.del {
-		s.ix.convOp(convOp{key: id, del: true})
+		s.ix.convOps = append(s.ix.convOps, convOp{key: id, del: true})
 	}
 	for _, o := range e.out {
-		s.ix.outOp(outOp{seq: o.seq, rec: o.rec})
+		s.ix.outOps = append(s.ix.outOps, outOp{seq: o.seq, rec: o.rec})
 	}
 	for _, seq := range e.acked {
-		s.ix.outOp(outOp{seq: seq, del: true})
+		s.ix.outOps = append(s.ix.outOps, outOp{seq: seq, del: true})
 	}
 	return nil
 }
 
-// convOp adds o to the changes, as its conversation's last.
-func (ix *windowIndex) convOp(o convOp) {
-	if c, ok := ix.lastConv[string(o.key)]; ok {
-		ix.convLast[c] = len(ix.convOps)
-	} else {
-		ix.lastConv[string(o.key)] = len(ix.convLast)
-		ix.convLast = append(ix.convLast, len(ix.convOps))
-	}
-	ix.convOps = append(ix.convOps, o)
-}
-
-// outOp adds o to the changes, as its outbox entry's last.
-func (ix *windowIndex) outOp(o outOp) {
-	ix.lastOut[o.seq] = len(ix.outOps)
-	ix.outOps = append(ix.outOps, o)
-}
-
 // truncate takes back the changes from the convs-th and the outs-th
-// on (those of a failed commit), and finds the last change of each key
-// again.
+// on (those of a failed commit).
 func (ix *windowIndex) truncate(convs, outs int) {
 	clear(ix.convOps[convs:])
 	clear(ix.outOps[outs:])
-	all, allOut := ix.convOps[:convs], ix.outOps[:outs]
-	clear(ix.lastConv)
-	clear(ix.lastOut)
-	ix.convOps, ix.outOps, ix.convLast = all[:0], allOut[:0], ix.convLast[:0]
-	for _, o := range all {
-		ix.convOp(o)
-	}
-	for _, o := range allOut {
-		ix.outOp(o)
-	}
+	ix.convOps, ix.outOps = ix.convOps[:convs], ix.outOps[:outs]
 }
 
 // reset empties ix, keeping its room, and lets go of the records.
-func (ix *windowIndex) reset() {
-	clear(ix.convOps)
-	clear(ix.outOps)
-	clear(ix.lastConv)
-	clear(ix.lastOut)
-	ix.convOps, ix.outOps, ix.convLast = ix.convOps[:0], ix.outOps[:0], ix.convLast[:0]
-}
+func (ix *windowIndex) reset() { ix.truncate(0, 0) }
 
 // fold writes the window's changes to the conversations and the outbox,
 // each key's last change once, what the log lost since the last
@@ -850,9 +811,16 @@ func (s *Store) fold(tx *bbolt.Tx, ix *windowIndex, lost []walLost, seq uint64) 
 	clear(s.moved)
 	s.moved = s.moved[:0]
 	next := s.next
-	keys := make([]byte, 0, slotKeySize*(len(ix.lastConv)+len(ix.lastOut)))
-	for id, c := range ix.lastConv {
-		o := &ix.convOps[ix.convLast[c]]
+	// room for every key at once: bbolt keeps them until the commit
+	keys := make([]byte, 0, slotKeySize*(len(ix.convOps)+len(ix.outOps)))
+	clear(s.seen)
+	for i := len(ix.convOps) - 1; i >= 0; i-- {
+		o := &ix.convOps[i]
+		if _, ok := s.seen[string(o.key)]; ok {
+			continue // a later change of the conversation is written
+		}
+		id := string(o.key)
+		s.seen[id] = struct{}{}
 		slot, ok := s.slots[id]
 		if !ok && o.del {
 			continue
@@ -875,8 +843,14 @@ func (s *Store) fold(tx *bbolt.Tx, ix *windowIndex, lost []walLost, seq uint64) 
 		}
 	}
 	s.outMoved = s.outMoved[:0]
-	for seq, i := range ix.lastOut {
+	clear(s.seenOut)
+	for i := len(ix.outOps) - 1; i >= 0; i-- {
 		o := &ix.outOps[i]
+		seq := o.seq
+		if _, ok := s.seenOut[seq]; ok {
+			continue
+		}
+		s.seenOut[seq] = struct{}{}
 		_, tabled := s.tabled[seq]
 		if o.del && !tabled {
 			continue // sent and acknowledged since the last checkpoint
