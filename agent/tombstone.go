@@ -38,6 +38,8 @@ type tombstone struct {
 	lastContent map[string]any
 	endedAt     time.Time
 
+	// The conversation's strings, in the slab's text; none for a
+	// conversation kept whole (c has them).
 	id, outcome, abortReason, state text
 	// The last message the handler applied (applied says there was one),
 	// to tell a duplicate: its performative, sender, in-reply-to and
@@ -53,9 +55,10 @@ type tombstone struct {
 type text struct{ off, n uint32 }
 
 // maxTombText bounds the text of one tombstone: a conversation whose id,
-// abort reason and last message's envelope strings are longer together
-// is kept whole (see keptWhole), so that a slab's text stays far within
-// 4 GiB.
+// outcome, abort reason, state and last message's envelope strings are
+// longer together is kept whole (see keptWhole), and the tombstone of a
+// conversation kept whole keeps no text, so that a slab's text stays
+// within 4 MiB, far within what its offsets can reach.
 const maxTombText = 1 << 16
 
 // keep copies s into t's slab's text. The bytes kept are never written
@@ -93,12 +96,12 @@ func (w *worker) keptWhole(c *conversation) bool {
 // whole, and queues it for the sweep.
 func (w *worker) retire(c *conversation) {
 	t := w.newTombstone()
-	t.id, t.endedAt = t.keep(c.id), c.endedAt
+	t.endedAt = c.endedAt
 	if w.keptWhole(c) {
-		t.c = c
+		t.c = c // its id is c's: it keeps no text
 	} else {
 		h := c.h
-		t.prog, t.outcome, t.abortReason = h.Program(), t.keep(c.outcome), t.keep(c.abortReason)
+		t.id, t.prog, t.outcome, t.abortReason = t.keep(c.id), h.Program(), t.keep(c.outcome), t.keep(c.abortReason)
 		t.state, t.aborted = t.keep(h.State("")), h.Aborted()
 		if l := c.last; l != nil {
 			t.applied = true
@@ -181,7 +184,7 @@ func (w *worker) retainEnded(cs []*conversation) {
 	slices.SortStableFunc(ended, func(a, b *conversation) int { return a.endedAt.Compare(b.endedAt) })
 	for _, c := range ended {
 		t := w.newTombstone()
-		t.id, t.endedAt, t.c = t.keep(c.id), c.endedAt, c
+		t.endedAt, t.c = c.endedAt, c
 		w.retain(t)
 	}
 }

@@ -339,3 +339,44 @@ func TestTheWallClockAlarmFiresEveryTimer(t *testing.T) {
 		assert.Equal(t, "timeout", outcome)
 	}
 }
+
+// TestAnEndedConversationWithLongStringsIsKeptAsAnyOther: a conversation
+// whose id (and so its messages' reply-withs) is longer than a tombstone
+// keeps (64 KiB together) is kept whole after its end, and answers Wait,
+// Status, a repeated Start and a late message as a tombstone would.
+func TestAnEndedConversationWithLongStringsIsKeptAsAnyOther(t *testing.T) {
+	tests := []struct {
+		name string
+		id   string
+	}{
+		{"an id a tombstone keeps", "c-" + strings.Repeat("x", 1000)},
+		{"an id longer than a tombstone keeps", "c-" + strings.Repeat("x", 70_000)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t)
+			long := agent.WithLimits(agent.Limits{MaxField: 1 << 17})
+			alice := w.agent("alice", script{"start": {Choice: "request"}}, long)
+			w.agent("bob", script{"requested": {Choice: "refuse"}}, long)
+			ctx := context.Background()
+			start := agent.StartRequest{ID: tt.id, Policy: "fipa-request", Role: "Initiator", Peers: map[string][]string{"Participant": {"bob"}}}
+			_, err := alice.Start(ctx, start)
+			require.NoError(t, err)
+			w.settle()
+			outcome, err := alice.Wait(ctx, tt.id)
+			require.NoError(t, err)
+			assert.Equal(t, "refused", outcome)
+			st, err := alice.Status(ctx, tt.id)
+			require.NoError(t, err)
+			assert.True(t, st.Done)
+			assert.Equal(t, tt.id, st.Conversation)
+			_, err = alice.Start(ctx, start)
+			assert.ErrorIs(t, err, agent.ErrConversationExists)
+			late := &forms.Message{Performative: "refuse", Sender: "bob", Receivers: []string{"alice"}, ConversationID: tt.id, Protocol: "fipa-request"}
+			require.NoError(t, alice.Deliver("bob", late))
+			w.settle()
+			_, err = alice.Wait(ctx, tt.id)
+			require.NoError(t, err, "the conversation is still kept after a late message")
+		})
+	}
+}
