@@ -60,7 +60,6 @@ func checkExpressions(c *checker) {
 		EnvPeer:     "",
 		EnvSessions: []map[string]any{},
 	}
-	c.exprCache = make(map[exprKey]*exprResult, countExprs(p))
 	for _, m := range p.Messages {
 		c.checkExpr(m.Match, exprPlace{what: "match rule"}, envFor(m, false), reflect.TypeFor[bool]())
 	}
@@ -84,19 +83,6 @@ func checkExpressions(c *checker) {
 			}
 		}
 	}
-}
-
-// countExprs returns how many expressions p holds, at most: the size
-// of the checks' memo of them.
-func countExprs(p *Policy) int {
-	n := len(p.Messages)
-	for _, s := range p.States {
-		n++
-		for _, t := range s.Transitions {
-			n += 1 + len(t.Set)
-		}
-	}
-	return n
 }
 
 var noFieldRE = regexp.MustCompile(`^type .* has no field (\S+)$`)
@@ -123,6 +109,9 @@ func (c *checker) compileExpr(e *Expr, env map[string]any) *exprResult {
 		return r
 	}
 	r := c.results.new()
+	if c.exprCache == nil {
+		c.exprCache = map[exprKey]*exprResult{}
+	}
 	c.exprCache[key] = r
 	config := c.exprConfigs[key.env]
 	if config == nil {
