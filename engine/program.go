@@ -85,6 +85,12 @@ type stateProg struct {
 	guarded   bool
 	child     *policy.ChildRef
 	allowText string // what the state accepts, for error messages
+	// leaving says that leaving the state does more than change the
+	// session's state: it cancels the timers the state armed, or leaves
+	// a join. entering says the same of entering it: it arms timers,
+	// ends the session, loads a child, reaches a join or raises a
+	// decision (see Handler.enter).
+	leaving, entering bool
 	// recvFields and sendFields are the fields the message types of recvs
 	// and sends declare: content is checked against the limits by looking
 	// them up (see forms.Fields).
@@ -112,6 +118,9 @@ type transProg struct {
 	// variables after them in a session that had none set: every such
 	// session shares it until it writes a variable again (read-only).
 	litVars map[string]any
+	// msgWork says that taking the transition sets deadline sources or
+	// performs commitment operations: the message type's srcs or ops.
+	msgWork bool
 	// fieldsAt holds the position of each field of form among its
 	// state's recvFields or sendFields (for forms.Form.ValidateKinds).
 	fieldsAt []int
@@ -354,6 +363,7 @@ func build(p *policy.Policy, role string, proj *policy.Projection, o *compileOpt
 				tp.msg = msgIdx[t.Message.Name]
 				tp.form = pr.msgs[tp.msg].form
 				tp.perf, tp.hasMatch = tp.form.Type.Performative, tp.form.HasMatch()
+				tp.msgWork = len(pr.msgs[tp.msg].srcs) > 0 || len(pr.msgs[tp.msg].ops) > 0
 				tp.peer = roleIdx[lt.Peer]
 				if lt.Action == policy.ActionSend {
 					sp.sends = append(sp.sends, tp)
@@ -375,6 +385,8 @@ func build(p *policy.Policy, role string, proj *policy.Projection, o *compileOpt
 		}
 		sp.allowText = allowText(pr, &sp)
 		sp.terminal = sp.kind == policy.KindTerminal
+		sp.leaving = len(sp.arms) > 0 || sp.join
+		sp.entering = sp.leaving || sp.terminal || sp.child != nil || len(sp.sends) > 0
 		sp.recvMatch, sp.sendMatch = hasMatchRule(pr, sp.recvs), hasMatchRule(pr, sp.sends)
 		sp.recvFields, sp.sendFields = fieldsOf(sp.recvs), fieldsOf(sp.sends)
 		placeFields(sp.recvs, &sp.recvFields)

@@ -123,6 +123,9 @@ func checkContent(content map[string]any, l Limits) error {
 // that holds only fields of the set. The zero Fields is empty.
 type Fields struct {
 	names []string
+	// none holds the kinds of content without fields: every name's
+	// absent.
+	none Kinds
 }
 
 // FieldsOf returns the fields the message types of forms declare, each
@@ -138,6 +141,7 @@ func FieldsOf(forms ...*Form) Fields {
 			}
 		}
 	}
+	fs.none = fs.absent()
 	return fs
 }
 
@@ -165,7 +169,7 @@ func (fs *Fields) CheckContent(content map[string]any, l Limits) error {
 // Form.ValidateKinds.
 func (fs *Fields) CheckContentKinds(content map[string]any, l Limits) (Kinds, error) {
 	if len(content) == 0 {
-		return fs.absent(), nil
+		return fs.none, nil
 	}
 	return fs.check(content, l)
 }
