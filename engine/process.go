@@ -43,7 +43,7 @@ func (h *Handler) classify(i int, list []transProg, matchRules bool, m *forms.Me
 			if pass == 0 && !f.Matches(m) {
 				continue
 			}
-			ok, err := h.guardHolds(i, t, m)
+			ok, err := h.guardHolds(i, t, m, nil)
 			if err != nil {
 				return match{}, err
 			}
@@ -67,14 +67,19 @@ func (h *Handler) classify(i int, list []transProg, matchRules bool, m *forms.Me
 }
 
 // guardHolds evaluates t's guard, if it has one, on message m for
-// session i.
-func (h *Handler) guardHolds(i int, t *transProg, m *forms.Message) (bool, error) {
+// session i. field, when not nil, is what m's content holds under the
+// field the guard reads (decision.Expression.ContentField), looked up
+// already.
+func (h *Handler) guardHolds(i int, t *transProg, m *forms.Message, field *any) (bool, error) {
 	if t.guard == nil {
 		return true, nil
 	}
 	env := decision.Env{Content: m.Content, Vars: h.sessions[i].vars}
 	if t.guard.ReadsMsg() {
 		env.Msg = m.Envelope()
+	}
+	if field != nil {
+		return t.guard.BoolField(&env, *field)
 	}
 	return t.guard.Bool(&env)
 }
@@ -490,10 +495,7 @@ func (h *Handler) apply(i int, t *transProg, m *forms.Message, at time.Time, out
 	}
 	h.countMessage(i)
 	if !sent {
-		s.lastReplyWith, s.lastInReplyTo, s.lastMsg, s.lastSender, s.content = m.ReplyWith, m.InReplyTo, int32(t.msg+1), m.Sender, m.Content
-		if r := t.peer; r != pr.manyRole && h.peers[r] == "" {
-			h.peers[r] = m.Sender
-		}
+		h.noteReceived(s, t, m)
 	} else if r := t.peer; r != pr.manyRole && h.peers[r] == "" && len(m.Receivers) > 0 {
 		h.peers[r] = m.Receivers[0]
 	}
@@ -502,6 +504,16 @@ func (h *Handler) apply(i int, t *transProg, m *forms.Message, at time.Time, out
 	}
 	s.timedOutFrom = -1
 	h.enter(i, t.next, at, out, false)
+}
+
+// noteReceived notes in session s the message m it received by
+// transition t, for in-reply-to, duplicates and decisions, and binds t's
+// role to m's sender if no agent plays it yet.
+func (h *Handler) noteReceived(s *session, t *transProg, m *forms.Message) {
+	s.lastReplyWith, s.lastInReplyTo, s.lastMsg, s.lastSender, s.content = m.ReplyWith, m.InReplyTo, int32(t.msg+1), m.Sender, m.Content
+	if r := t.peer; r != h.prog.manyRole && h.peers[r] == "" {
+		h.peers[r] = m.Sender
+	}
 }
 
 // applyMessage does what a message of type msg does for session i besides

@@ -95,6 +95,11 @@ type stateProg struct {
 	// and sends declare: content is checked against the limits by looking
 	// them up (see forms.Fields).
 	recvFields, sendFields forms.Fields
+	// guardField is the position among recvFields of the field the
+	// guards of recvs read (the first's that reads one alone: see
+	// transProg.guardAt), or -1: step has the limit check return its
+	// value.
+	guardField int
 }
 
 type transProg struct {
@@ -121,9 +126,20 @@ type transProg struct {
 	// msgWork says that taking the transition sets deadline sources or
 	// performs commitment operations: the message type's srcs or ops.
 	msgWork bool
+	// quiet says that taking the transition, a send or receive, is a
+	// change of state and no more: it has no assignments and no msgWork,
+	// the state it leaves is not leaving (so arms no timers, and a
+	// session there holds no deadlines) and its next state is not
+	// entering (see step).
+	quiet bool
 	// fieldsAt holds the position of each field of form among its
 	// state's recvFields or sendFields (for forms.Form.ValidateKinds).
 	fieldsAt []int
+	// guardAt is, for a receive whose guard reads one field of content
+	// alone (decision.Expression.ContentField), the position of that
+	// field among its state's recvFields when the limit check's kinds
+	// hold it; -1 otherwise.
+	guardAt int
 }
 
 type setProg struct {
@@ -341,7 +357,7 @@ func build(p *policy.Policy, role string, proj *policy.Projection, o *compileOpt
 		}
 		for _, lt := range ls.Transitions {
 			t := lt.Transition()
-			tp := transProg{next: lt.Next, timer: -1, msg: -1, peer: -1, outcome: t.Outcome}
+			tp := transProg{next: lt.Next, timer: -1, msg: -1, peer: -1, outcome: t.Outcome, guardAt: -1}
 			if t.Guard != nil {
 				tp.guard = exprs[t.Guard]
 			}
@@ -391,10 +407,20 @@ func build(p *policy.Policy, role string, proj *policy.Projection, o *compileOpt
 		sp.recvFields, sp.sendFields = fieldsOf(sp.recvs), fieldsOf(sp.sends)
 		placeFields(sp.recvs, &sp.recvFields)
 		placeFields(sp.sends, &sp.sendFields)
+		sp.guardField = placeGuards(sp.recvs, &sp.recvFields)
 		pr.states = append(pr.states, sp)
 	}
 	pr.initial = 0
 	pr.multiPeer = holdsEarly(pr)
+	for k := range pr.states {
+		sp := &pr.states[k]
+		for _, list := range [...][]transProg{sp.sends, sp.recvs} {
+			for j := range list {
+				t := &list[j]
+				t.quiet = len(t.sets) == 0 && !t.msgWork && !sp.leaving && !pr.states[t.next].entering
+			}
+		}
+	}
 	return pr, nil
 }
 
@@ -432,6 +458,27 @@ func placeFields(list []transProg, fs *forms.Fields) {
 		}
 		t.fieldsAt = at
 	}
+}
+
+// placeGuards sets the guardAt of each transition of list, whose forms'
+// fields are fs, and returns the first that is not -1, or -1.
+func placeGuards(list []transProg, fs *forms.Fields) int {
+	first := -1
+	for k := range list {
+		t := &list[k]
+		if t.guard == nil {
+			continue
+		}
+		if name, ok := t.guard.ContentField(); ok {
+			if at := fs.Position(name); at >= 0 && at < forms.MaxKinds {
+				t.guardAt = at
+			}
+		}
+		if first < 0 {
+			first = t.guardAt
+		}
+	}
+	return first
 }
 
 // allowText describes what a state accepts from peers, for the reason of

@@ -13,10 +13,11 @@ import (
 // received's order and with the same helpers (the conversation id, the
 // content's limits, the classification with its guard, the sender's
 // binding, lateness, in-reply-to, the content's types, the run budget),
-// then takes the transition as received does. When a check fails or the
-// case is another, it reports false having changed nothing, and Process
-// hands m to received, which makes the checks again and reports what
-// fails.
+// then takes the transition as received does; a quiet one (see
+// transProg) without the calls of apply and enter that would find
+// nothing more to do. When a check fails or the case is another, it
+// reports false having changed nothing, and Process hands m to received,
+// which makes the checks again and reports what fails.
 func (h *Handler) step(m *forms.Message, at time.Time, out *Queue) bool {
 	pr := h.prog
 	if pr.manyRole >= 0 || h.done || h.otherConversation(m) {
@@ -30,7 +31,7 @@ func (h *Handler) step(m *forms.Message, at time.Time, out *Queue) bool {
 	if sp.terminal || sp.recvMatch {
 		return false
 	}
-	kinds, err := sp.recvFields.CheckContentKinds(m.Content, forms.DefaultLimits)
+	kinds, val, err := sp.recvFields.CheckContentField(m.Content, forms.DefaultLimits, sp.guardField)
 	if err != nil {
 		return false
 	}
@@ -41,7 +42,11 @@ func (h *Handler) step(m *forms.Message, at time.Time, out *Queue) bool {
 			continue
 		}
 		if c.guard != nil {
-			if ok, err := h.guardHolds(0, c, m); err != nil {
+			var field *any // the guard's field, when the check found it
+			if c.guardAt == sp.guardField && kinds.Found(c.guardAt) {
+				field = &val
+			}
+			if ok, err := h.guardHolds(0, c, m, field); err != nil {
 				return false
 			} else if !ok {
 				continue
@@ -70,6 +75,14 @@ func (h *Handler) step(m *forms.Message, at time.Time, out *Queue) bool {
 	if h.overBudget(0, t) != "" {
 		return false
 	}
-	h.apply(0, t, m, at, out, false)
+	if !t.quiet {
+		h.apply(0, t, m, at, out, false)
+		return true
+	}
+	// apply, and enter, for a transition that only changes the state.
+	h.countMessage(0)
+	h.noteReceived(s, t, m)
+	s.timedOutFrom = -1
+	h.changeState(0, t.next)
 	return true
 }

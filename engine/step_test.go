@@ -22,9 +22,9 @@ import (
 )
 
 // stepPolicy has what step must get right besides the shipped policies'
-// shapes: two receives of one performative told apart by guards on the
-// same field and on another, a guard reading vars, assignments, a reply_by
-// deadline, a fixed timer and a run budget on visits.
+// shapes: receives of one message type told apart by guards on one field,
+// on two, and (in s2) on one field each but not the same, a guard reading
+// vars, assignments, a reply_by deadline, a fixed timer and a run budget.
 const stepPolicy = `policy: step-shapes
 version: 1
 roles: [A, B]
@@ -37,7 +37,7 @@ timers:
   idle: 30s
 vars:
   seen: int
-budget: {messages: 5, visits: 3}
+budget: {messages: 12, visits: 6}
 states:
   s0:
     - {send: ask, from: A, to: B, next: s1, guard: content.n > 0 && content.n < 10, set: {seen: 1}}
@@ -51,6 +51,8 @@ states:
       - {timeout: idle, next: end}
       - {timeout: wait, next: end}
   s2:
+    - {send: ask, from: A, to: B, next: s0, guard: content.m > 1}
+    - {send: ask, from: A, to: B, next: s1, guard: content.n == 9}
     - {send: ask, from: A, to: B, next: s0}
     - {send: stop, from: A, to: B, next: end}
   end: {terminal: done}
@@ -108,7 +110,7 @@ func TestStepIsReceived(t *testing.T) {
 			}
 			handlers++
 			for _, mode := range []Mode{Enforce, Observe} {
-				for seed := range uint64(8) {
+				for seed := range uint64(4) {
 					t.Run(fmt.Sprintf("%s/%s/%d/%d", name, role.Name, mode, seed), func(t *testing.T) {
 						stepped += runStepWalk(t, prog, mode, seed)
 					})
@@ -137,7 +139,8 @@ type stepWalk struct {
 	stepped  int
 }
 
-// runStepWalk runs one walk and returns how many messages step took.
+// runStepWalk runs one walk of 200 inputs, a new conversation whenever
+// one ends, and returns how many messages step took.
 func runStepWalk(t *testing.T, prog *Program, mode Mode, seed uint64) int {
 	w := &stepWalk{t: t, rnd: rand.New(rand.NewPCG(seed, 7)), prog: prog, now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), agents: map[int][]string{}}
 	opts := []HandlerOption{WithMode(mode)}
@@ -154,18 +157,28 @@ func runStepWalk(t *testing.T, prog *Program, mode Mode, seed uint64) int {
 			opts = append(opts, WithPeers(name, agents...))
 		}
 	}
-	var err error
-	w.fast, err = prog.NewHandler("c1", "me", opts...)
-	require.NoError(t, err)
-	w.slow, err = prog.NewHandler("c1", "me", opts...)
-	require.NoError(t, err)
-	require.NoError(t, w.fast.Start(w.now, &w.qf))
-	require.NoError(t, w.slow.Start(w.now, &w.qs))
-	w.compare("start")
-	for k := 0; k < 60 && !w.fast.Done(); k++ {
+	for k := range 200 {
+		if w.fast == nil || w.fast.Done() {
+			w.start(opts)
+		}
 		w.next(k)
 	}
 	return w.stepped
+}
+
+// start starts a new conversation.
+func (w *stepWalk) start(opts []HandlerOption) {
+	var err error
+	w.fast, err = w.prog.NewHandler("c1", "me", opts...)
+	require.NoError(w.t, err)
+	w.slow, err = w.prog.NewHandler("c1", "me", opts...)
+	require.NoError(w.t, err)
+	w.qf.Reset()
+	w.qs.Reset()
+	w.replies, w.timers, w.decision = w.replies[:0], w.timers[:0], nil
+	require.NoError(w.t, w.fast.Start(w.now, &w.qf))
+	require.NoError(w.t, w.slow.Start(w.now, &w.qs))
+	w.compare("start")
 }
 
 // next feeds both handlers one random input: mostly a message, else an
@@ -260,13 +273,18 @@ func (w *stepWalk) at() time.Time {
 	return w.now
 }
 
-// message returns a message from a peer: mostly one the state takes,
-// from its agent, in this conversation, sometimes not.
+// message returns a message from a peer: mostly one the state takes
+// (less often one that ends the conversation), from its agent, in this
+// conversation, sometimes not.
 func (w *stepWalk) message() *forms.Message {
 	m := &forms.Message{ConversationID: "c1", Receivers: []string{"me"}, ReplyWith: fmt.Sprintf("r%d", w.rnd.IntN(4))}
 	var f *forms.Form
 	if st := w.fast.sessions[0].state; st >= 0 && len(w.prog.states[st].recvs) > 0 && w.rnd.IntN(5) > 0 {
-		t := &w.prog.states[st].recvs[w.rnd.IntN(len(w.prog.states[st].recvs))]
+		recvs := w.prog.states[st].recvs
+		t := &recvs[w.rnd.IntN(len(recvs))]
+		if w.prog.states[t.next].terminal && w.rnd.IntN(4) > 0 {
+			t = &recvs[w.rnd.IntN(len(recvs))] // the conversation goes on longer
+		}
 		f = t.form
 		m.Sender = w.pickAgent(t.peer)
 	} else {
@@ -446,7 +464,7 @@ func TestStepPolicyShapes(t *testing.T) {
 		{"tag with the vars guard", msg("inform", map[string]any{"t": "x"}), "s0"},
 		{"high", msg("request", map[string]any{"n": 12}), "s1"},
 		{"tag without", msg("inform", map[string]any{"t": "y"}), "s2"},
-		{"ask unguarded", msg("request", map[string]any{"n": 0}), "s0"},
+		{"ask unguarded", msg("request", map[string]any{"n": 0, "m": 0.5}), "s0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
