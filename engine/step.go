@@ -15,9 +15,11 @@ import (
 // binding, lateness, in-reply-to, the content's types, the run budget),
 // then takes the transition as received does; a quiet one (see
 // transProg) without the calls of apply and enter that would find
-// nothing more to do. When a check fails or the case is another, it
-// reports false having changed nothing, and Process hands m to received,
-// which makes the checks again and reports what fails.
+// nothing more to do. A message no transition of the state takes, the
+// most common violation, it holds or reports as received does. When
+// another check fails or the case is another, it reports false having
+// changed nothing, and Process hands m to received, which makes the
+// checks again and reports what fails.
 func (h *Handler) step(m *forms.Message, at time.Time, out *Queue) bool {
 	pr := h.prog
 	if pr.manyRole >= 0 || h.done || h.otherConversation(m) {
@@ -55,10 +57,18 @@ func (h *Handler) step(m *forms.Message, at time.Time, out *Queue) bool {
 		t = c
 		break
 	}
+	if t == nil {
+		// No transition takes m, as received's classify would find:
+		// what received does then.
+		if !h.hold(0, m, at, out) {
+			h.unexpected(0, m, at, out)
+		}
+		return true
+	}
 	// received's classify would go on to a later transition bound to
 	// the sender; this one, bound to another agent, is received's to
 	// report or take.
-	if t == nil || !h.boundTo(0, t.peer, m.Sender) {
+	if !h.boundTo(0, t.peer, m.Sender) {
 		return false
 	}
 	if len(s.deadlines) > 0 {

@@ -101,7 +101,7 @@ func stepPolicies(t *testing.T) map[string]*policy.Policy {
 // performative nobody sends, content of the wrong types or over the
 // limits, a stray in-reply-to, a late message.
 func TestStepIsReceived(t *testing.T) {
-	stepped, handlers := 0, 0
+	stepped, reported, handlers := 0, 0, 0
 	for name, p := range stepPolicies(t) {
 		for _, role := range p.Roles {
 			prog, _ := Compile(p, role.Name, WithPolicies(policies.Resolve))
@@ -112,15 +112,17 @@ func TestStepIsReceived(t *testing.T) {
 			for _, mode := range []Mode{Enforce, Observe} {
 				for seed := range uint64(4) {
 					t.Run(fmt.Sprintf("%s/%s/%d/%d", name, role.Name, mode, seed), func(t *testing.T) {
-						stepped += runStepWalk(t, prog, mode, seed)
+						s, r := runStepWalk(t, prog, mode, seed)
+						stepped, reported = stepped+s, reported+r
 					})
 				}
 			}
 		}
 	}
-	t.Logf("%d programs, %d messages stepped", handlers, stepped)
+	t.Logf("%d programs, %d messages stepped, %d reported by step", handlers, stepped, reported)
 	require.Greater(t, handlers, 40, "programs compiled")
-	assert.Greater(t, stepped, 500, "messages step took")
+	assert.Greater(t, stepped, 2000, "messages step took")
+	assert.Greater(t, reported, 2000, "messages step reported")
 }
 
 // stepWalk is one random conversation fed to two handlers of one program.
@@ -136,12 +138,13 @@ type stepWalk struct {
 	replies  []string         // reply-withs the handlers sent
 	timers   []TimerEvent     // timers set
 	decision *DecisionEvent   // the latest decision raised
-	stepped  int
+	// stepped and reported count the messages step took and reported.
+	stepped, reported int
 }
 
 // runStepWalk runs one walk of 200 inputs, a new conversation whenever
-// one ends, and returns how many messages step took.
-func runStepWalk(t *testing.T, prog *Program, mode Mode, seed uint64) int {
+// one ends, and returns how many messages step took and reported.
+func runStepWalk(t *testing.T, prog *Program, mode Mode, seed uint64) (stepped, reported int) {
 	w := &stepWalk{t: t, rnd: rand.New(rand.NewPCG(seed, 7)), prog: prog, now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), agents: map[int][]string{}}
 	opts := []HandlerOption{WithMode(mode)}
 	for r, name := range prog.roles {
@@ -163,7 +166,7 @@ func runStepWalk(t *testing.T, prog *Program, mode Mode, seed uint64) int {
 		}
 		w.next(k)
 	}
-	return w.stepped
+	return w.stepped, w.reported
 }
 
 // start starts a new conversation.
@@ -217,7 +220,11 @@ func (w *stepWalk) next(k int) {
 // processFast is Process, which tries step first.
 func (w *stepWalk) processFast(in Event) error {
 	if e, ok := in.(*MessageEvent); ok && w.fast.step(e.Message, e.At, &w.qf) {
-		w.stepped++
+		if slices.ContainsFunc(w.qf.Events(), func(e Event) bool { _, ok := e.(*ProtocolErrorEvent); return ok }) {
+			w.reported++
+		} else {
+			w.stepped++
+		}
 		if len(w.fast.held) > 0 {
 			w.fast.deliverHeld(e.At, &w.qf)
 		}
@@ -440,9 +447,10 @@ func render(e Event) string {
 	return fmt.Sprintf("%T", e)
 }
 
-// TestStepPolicyShapes pins what stepPolicy is for: both guarded
+// TestStepPolicyShapes pins what stepPolicy is for: the guarded
 // receives of ask, the vars guard and the unguarded receives are taken
-// through step, and a message no guard admits is left to received.
+// through step, which also reports a message no guard admits, and leaves
+// one from a stranger to received.
 func TestStepPolicyShapes(t *testing.T) {
 	p, ds := policy.LoadYAML("step.yaml", []byte(stepPolicy))
 	require.False(t, ds.HasErrors(), "%v", ds)
@@ -477,7 +485,16 @@ func TestStepPolicyShapes(t *testing.T) {
 		})
 	}
 	q.Reset()
-	assert.False(t, h.step(msg("request", map[string]any{"n": 0}), time.Time{}, &q), "a request no guard admits")
+	require.True(t, h.step(msg("request", map[string]any{"n": 0}), time.Time{}, &q), "a request no guard admits")
+	require.Equal(t, 1, q.Len(), "events of a message no transition takes")
+	pe, ok := q.Events()[0].(*ProtocolErrorEvent)
+	require.True(t, ok, "%T, want a protocol error", q.Events()[0])
+	assert.Equal(t, CodeUnexpected, pe.Code)
+	assert.Equal(t, "s0", h.State(""), "the state after an unexpected message")
+	q.Reset()
+	stranger := msg("request", map[string]any{"n": 3})
+	stranger.Sender = "z"
+	assert.False(t, h.step(stranger, time.Time{}, &q), "a request from an agent A is not played by")
 	assert.Zero(t, q.Len(), "events of a declined step")
 	assert.Equal(t, "s0", h.State(""), "the state after a declined step")
 }
