@@ -420,6 +420,7 @@ func (h *Handler) enter(i, st int, at time.Time, out *Queue, inGroup bool) {
 	if s.state >= 0 && pr.states[s.state].leaving {
 		h.leave(i, at, out)
 	}
+	h.countVisit(i, st)
 	h.changeState(i, st)
 	if sp := &pr.states[st]; sp.entering || len(s.deadlines) > 0 || pr.manyRole >= 0 {
 		h.arrive(i, sp, at, out, inGroup)
@@ -427,11 +428,10 @@ func (h *Handler) enter(i, st int, at time.Time, out *Queue, inGroup bool) {
 }
 
 // changeState puts session i in state st, in a new epoch without a
-// decision pending, and counts the visit.
+// decision pending (after countVisit has counted the visit).
 func (h *Handler) changeState(i, st int) {
 	s := &h.sessions[i]
 	s.state = int32(st)
-	h.countVisit(i, st)
 	s.epoch = h.next()
 	s.ticket = 0
 }

@@ -93,6 +93,7 @@ func (h *Handler) step(m *forms.Message, at time.Time, out *Queue) bool {
 	h.countMessage(0)
 	h.noteReceived(s, t, m)
 	s.timedOutFrom = -1
+	h.countVisit(0, t.next)
 	h.changeState(0, t.next)
 	return true
 }
