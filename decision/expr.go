@@ -234,7 +234,7 @@ func vmLimit(err error) error {
 // Bool evaluates the program and requires a boolean result.
 func (p *Expression) Bool(env *Env) (bool, error) {
 	if p.fast != nil {
-		if v, ok := p.fast.eval(env, nil); ok {
+		if v, ok := p.fast.eval(env.Content, env.Vars, nil); ok {
 			return v, nil
 		}
 	}
@@ -247,18 +247,20 @@ func (p *Expression) Bool(env *Env) (bool, error) {
 // in env's content already hands its value to BoolField.
 func (p *Expression) ContentField() (string, bool) { return p.field, p.oneField }
 
-// BoolField is Bool(env) for an env whose content holds v under the
-// field ContentField returns: the same result and error, for which the
-// native form compares v instead of looking the field up again. Without
+// BoolField is Bool on an Env of content and vars, for content that
+// holds v under the field ContentField returns: the same result and
+// error, for which the native form compares v instead of looking the
+// field up again, and builds no Env unless it falls back to the VM. (An
+// expression with a ContentField does not read the envelope.) Without
 // such a field it is Bool.
-func (p *Expression) BoolField(env *Env, v any) (bool, error) {
-	if !p.oneField {
-		return p.Bool(env)
+func (p *Expression) BoolField(content, vars map[string]any, v any) (bool, error) {
+	if p.oneField {
+		if r, ok := p.fast.eval(content, vars, &v); ok {
+			return r, nil
+		}
 	}
-	if r, ok := p.fast.eval(env, &v); ok {
-		return r, nil
-	}
-	return p.vmBool(env)
+	env := Env{Content: content, Vars: vars}
+	return p.vmBool(&env)
 }
 
 // vmBool is Bool on the VM.

@@ -67,35 +67,35 @@ type literal struct {
 	b    bool
 }
 
-// eval returns the expression's value on env, and false when it cannot be
-// decided natively. field, when not nil, is the value env's content
-// holds under the one field of content the expression reads (see
-// contentField), which is then not looked up.
-func (p *fast) eval(env *Env, field *any) (value, decided bool) {
+// eval returns the expression's value on an Env of content and vars, and
+// false when it cannot be decided natively. field, when not nil, is the
+// value content holds under the one field of content the expression
+// reads (see contentField), which is then not looked up.
+func (p *fast) eval(content, vars map[string]any, field *any) (value, decided bool) {
 	switch p.kind {
 	case fastHas:
 		if field != nil {
 			return true, true
 		}
-		_, ok := env.Content[p.key]
+		_, ok := content[p.key]
 		return ok, true
 	case fastCmp:
-		return p.compare(env, field)
+		return p.compare(content, vars, field)
 	case fastNot:
-		v, ok := p.left.eval(env, field)
+		v, ok := p.left.eval(content, vars, field)
 		return !v, ok
 	case fastAnd:
-		l, ok := p.left.eval(env, field)
+		l, ok := p.left.eval(content, vars, field)
 		if !ok || !l {
 			return false, ok
 		}
-		return p.right.eval(env, field)
+		return p.right.eval(content, vars, field)
 	default: // fastOr
-		l, ok := p.left.eval(env, field)
+		l, ok := p.left.eval(content, vars, field)
 		if !ok || l {
 			return l, ok
 		}
-		return p.right.eval(env, field)
+		return p.right.eval(content, vars, field)
 	}
 }
 
@@ -132,22 +132,22 @@ func (p *fast) contentField() (string, bool) {
 // types handled here: integers of every size compare as int, against a
 // float as float64, strings with strings and booleans (== and != only)
 // with booleans. field is as for eval.
-func (p *fast) compare(env *Env, field *any) (bool, bool) {
+func (p *fast) compare(content, vars map[string]any, field *any) (bool, bool) {
 	var v any
 	switch {
 	case p.vars:
-		if env.Vars == nil {
+		if vars == nil {
 			return false, false
 		}
 		var ok bool
-		if v, ok = env.Vars[p.key]; !ok {
+		if v, ok = vars[p.key]; !ok {
 			return false, false
 		}
 	case field != nil:
 		v = *field
 	default:
 		var ok bool
-		if v, ok = env.Content[p.key]; !ok {
+		if v, ok = content[p.key]; !ok {
 			return false, false
 		}
 	}

@@ -124,7 +124,7 @@ func TestBoolFieldIsBool(t *testing.T) {
 				for _, vars := range []map[string]any{nil, {"s": "x", "a": 2}, {"s": "y"}} {
 					env := Env{Content: c, Vars: vars}
 					want, werr := prog.Bool(&env)
-					got, gerr := prog.BoolField(&env, v)
+					got, gerr := prog.BoolField(c, vars, v)
 					if werr != nil {
 						assert.Error(t, gerr, "value %v, vars %v: Bool fails, BoolField does not", v, vars)
 						continue

@@ -71,15 +71,15 @@ func (h *Handler) classify(i int, list []transProg, matchRules bool, m *forms.Me
 // field the guard reads (decision.Expression.ContentField), looked up
 // already.
 func (h *Handler) guardHolds(i int, t *transProg, m *forms.Message, field *any) (bool, error) {
-	if t.guard == nil {
+	switch {
+	case t.guard == nil:
 		return true, nil
+	case field != nil:
+		return t.guard.BoolField(m.Content, h.sessions[i].vars, *field)
 	}
 	env := decision.Env{Content: m.Content, Vars: h.sessions[i].vars}
 	if t.guard.ReadsMsg() {
 		env.Msg = m.Envelope()
-	}
-	if field != nil {
-		return t.guard.BoolField(&env, *field)
 	}
 	return t.guard.Bool(&env)
 }
