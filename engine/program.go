@@ -95,10 +95,8 @@ type stateProg struct {
 	// and sends declare: content is checked against the limits by looking
 	// them up (see forms.Fields).
 	recvFields, sendFields forms.Fields
-	// guardField is the position among recvFields of the field the
-	// guards of recvs read (the first's that reads one alone: see
-	// transProg.guardAt), or -1: step has the limit check return its
-	// value.
+	// guardField is the guardAt of the first receive that has one, or
+	// -1: step has the limit check return the value of that field.
 	guardField int
 }
 
@@ -126,8 +124,8 @@ type transProg struct {
 	// msgWork says that taking the transition sets deadline sources or
 	// performs commitment operations: the message type's srcs or ops.
 	msgWork bool
-	// quiet says that taking the transition, a send or receive, is a
-	// change of state and no more: it has no assignments and no msgWork,
+	// quiet says that taking the transition, a receive, is a change of
+	// state and no more: it has no assignments and no msgWork,
 	// the state it leaves is not leaving (so arms no timers, and a
 	// session there holds no deadlines) and its next state is not
 	// entering (see step).
@@ -414,11 +412,9 @@ func build(p *policy.Policy, role string, proj *policy.Projection, o *compileOpt
 	pr.multiPeer = holdsEarly(pr)
 	for k := range pr.states {
 		sp := &pr.states[k]
-		for _, list := range [...][]transProg{sp.sends, sp.recvs} {
-			for j := range list {
-				t := &list[j]
-				t.quiet = len(t.sets) == 0 && !t.msgWork && !sp.leaving && !pr.states[t.next].entering
-			}
+		for j := range sp.recvs {
+			t := &sp.recvs[j]
+			t.quiet = len(t.sets) == 0 && !t.msgWork && !sp.leaving && !pr.states[t.next].entering
 		}
 	}
 	return pr, nil
