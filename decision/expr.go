@@ -43,6 +43,10 @@ type Expression struct {
 	progErr error
 	built   sync.Once
 	fast    *fast // a native form of the expression, when it has one
+	// field is the one field of content fast reads, when oneField (see
+	// ContentField).
+	field    string
+	oneField bool
 	// readsMsg is whether the expression may read Env.Msg; when not, the
 	// caller need not build the envelope.
 	readsMsg bool
@@ -87,6 +91,9 @@ func compile(e *policy.Expr, tree *ast.Node, x *Expression) (*Expression, error)
 	x.Src, x.readsMsg = e, true
 	if tree != nil {
 		x.fast = fastNode(*tree)
+		if x.fast != nil {
+			x.field, x.oneField = x.fast.contentField()
+		}
 		var v msgReader
 		ast.Walk(tree, &v)
 		x.readsMsg = v.reads
@@ -227,10 +234,37 @@ func vmLimit(err error) error {
 // Bool evaluates the program and requires a boolean result.
 func (p *Expression) Bool(env *Env) (bool, error) {
 	if p.fast != nil {
-		if v, ok := p.fast.eval(env); ok {
+		if v, ok := p.fast.eval(env.Content, env.Vars, nil); ok {
 			return v, nil
 		}
 	}
+	return p.vmBool(env)
+}
+
+// ContentField returns the field of content the expression reads, when
+// its native form reads that one alone (and perhaps vars): n for
+// content.n > 0 && content.n < 10. A caller that has looked the field up
+// in env's content already hands its value to BoolField.
+func (p *Expression) ContentField() (string, bool) { return p.field, p.oneField }
+
+// BoolField is Bool on an Env of content and vars, for content that
+// holds v under the field ContentField returns: the same result and
+// error, for which the native form compares v instead of looking the
+// field up again, and builds no Env unless it falls back to the VM. (An
+// expression with a ContentField does not read the envelope.) Without
+// such a field it is Bool.
+func (p *Expression) BoolField(content, vars map[string]any, v any) (bool, error) {
+	if p.oneField {
+		if r, ok := p.fast.eval(content, vars, &v); ok {
+			return r, nil
+		}
+	}
+	env := Env{Content: content, Vars: vars}
+	return p.vmBool(&env)
+}
+
+// vmBool is Bool on the VM.
+func (p *Expression) vmBool(env *Env) (bool, error) {
 	out, err := p.Eval(env)
 	if err != nil {
 		return false, err

@@ -67,48 +67,89 @@ type literal struct {
 	b    bool
 }
 
-// eval returns the expression's value on env, and false when it cannot be
-// decided natively.
-func (p *fast) eval(env *Env) (value, decided bool) {
+// eval returns the expression's value on an Env of content and vars, and
+// false when it cannot be decided natively. field, when not nil, is the
+// value content holds under the one field of content the expression
+// reads (see contentField), which is then not looked up.
+func (p *fast) eval(content, vars map[string]any, field *any) (value, decided bool) {
 	switch p.kind {
 	case fastHas:
-		_, ok := env.Content[p.key]
+		if field != nil {
+			return true, true
+		}
+		_, ok := content[p.key]
 		return ok, true
 	case fastCmp:
-		return p.compare(env)
+		return p.compare(content, vars, field)
 	case fastNot:
-		v, ok := p.left.eval(env)
+		v, ok := p.left.eval(content, vars, field)
 		return !v, ok
 	case fastAnd:
-		l, ok := p.left.eval(env)
+		l, ok := p.left.eval(content, vars, field)
 		if !ok || !l {
 			return false, ok
 		}
-		return p.right.eval(env)
+		return p.right.eval(content, vars, field)
 	default: // fastOr
-		l, ok := p.left.eval(env)
+		l, ok := p.left.eval(content, vars, field)
 		if !ok || l {
 			return l, ok
 		}
-		return p.right.eval(env)
+		return p.right.eval(content, vars, field)
 	}
+}
+
+// contentField returns the key of content the expression reads, and
+// whether it reads one and only one (vars aside).
+func (p *fast) contentField() (string, bool) {
+	key, n := "", 0
+	var walk func(q *fast)
+	walk = func(q *fast) {
+		switch q.kind {
+		case fastHas, fastCmp:
+			if q.kind == fastCmp && q.vars {
+				return
+			}
+			if n == 0 || q.key != key {
+				key = q.key
+				n++
+			}
+		default:
+			walk(q.left)
+			if q.right != nil {
+				walk(q.right)
+			}
+		}
+	}
+	walk(p)
+	if n != 1 {
+		return "", false
+	}
+	return key, true
 }
 
 // compare evaluates field op literal as expr's runtime helpers do for the
 // types handled here: integers of every size compare as int, against a
 // float as float64, strings with strings and booleans (== and != only)
-// with booleans.
-func (p *fast) compare(env *Env) (bool, bool) {
-	m := env.Content
-	if p.vars {
-		if env.Vars == nil {
+// with booleans. field is as for eval.
+func (p *fast) compare(content, vars map[string]any, field *any) (bool, bool) {
+	var v any
+	switch {
+	case p.vars:
+		if vars == nil {
 			return false, false
 		}
-		m = env.Vars
-	}
-	v, ok := m[p.key]
-	if !ok {
-		return false, false
+		var ok bool
+		if v, ok = vars[p.key]; !ok {
+			return false, false
+		}
+	case field != nil:
+		v = *field
+	default:
+		var ok bool
+		if v, ok = content[p.key]; !ok {
+			return false, false
+		}
 	}
 	switch p.lit.kind {
 	case litInt:

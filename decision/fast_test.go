@@ -87,6 +87,56 @@ func TestFastPathAgreesWithTheVM(t *testing.T) {
 	}
 }
 
+// TestBoolFieldIsBool checks ContentField and BoolField: the field is
+// the one content field an expression's native form reads, and
+// BoolField with the value content holds there gives what Bool gives,
+// result or failure, on contents and vars with every kind of value.
+func TestBoolFieldIsBool(t *testing.T) {
+	tests := []struct {
+		src   string
+		field string
+		ok    bool
+	}{
+		{`content.a > 1`, "a", true},
+		{`1 < content.a`, "a", true},
+		{`content["a"] == "x"`, "a", true},
+		{`"a" in content`, "a", true},
+		{`!("a" in content)`, "a", true},
+		{`"a" in content && content.a > 0`, "a", true},
+		{`content.a > 0 && content.a < 10 || content.a == -1`, "a", true},
+		{`vars.s == "x" && content.a >= 1`, "a", true},
+		{`not (content.a != true)`, "a", true},
+		{`content.a > 0 || content.s == "x"`, "", false},
+		{`vars.a > 1`, "", false},
+		{`"a" in vars`, "", false},
+		{`content.a + 1 > 2`, "", false},
+	}
+	values := []any{nil, 0, 1, 2, 10, -1, int64(1), int32(-3), uint8(2), uint64(1 << 63), 0.5, 1.0, -1.0, float32(1.5), math.NaN(), "x", "", true, false, []any{1}, map[string]any{}}
+	for _, tt := range tests {
+		t.Run(tt.src, func(t *testing.T) {
+			prog, err := Compile(&policy.Expr{Src: tt.src})
+			require.NoError(t, err)
+			field, ok := prog.ContentField()
+			assert.Equal(t, tt.ok, ok)
+			assert.Equal(t, tt.field, field)
+			for _, v := range values {
+				c := map[string]any{"a": v, "s": "x"}
+				for _, vars := range []map[string]any{nil, {"s": "x", "a": 2}, {"s": "y"}} {
+					env := Env{Content: c, Vars: vars}
+					want, werr := prog.Bool(&env)
+					got, gerr := prog.BoolField(c, vars, v)
+					if werr != nil {
+						assert.Error(t, gerr, "value %v, vars %v: Bool fails, BoolField does not", v, vars)
+						continue
+					}
+					require.NoError(t, gerr, "value %v, vars %v", v, vars)
+					assert.Equal(t, want, got, "value %v, vars %v", v, vars)
+				}
+			}
+		})
+	}
+}
+
 // TestReadsMsg checks which expressions are said to read the envelope:
 // only those that cannot be evaluated without it may skip it.
 func TestReadsMsg(t *testing.T) {

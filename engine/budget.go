@@ -13,10 +13,15 @@ import (
 // (and keeps them in snapshots); timeouts and children's returns are
 // counted but never refused.
 func (h *Handler) overBudget(i int, t *transProg) string {
-	pr := h.prog
-	if pr.budgetMessages == 0 && pr.budgetVisits == 0 {
+	if pr := h.prog; pr.budgetMessages == 0 && pr.budgetVisits == 0 {
 		return ""
 	}
+	return h.budgetSpent(i, t)
+}
+
+// budgetSpent is overBudget for a program with a run budget.
+func (h *Handler) budgetSpent(i int, t *transProg) string {
+	pr := h.prog
 	s := &h.sessions[i]
 	if pr.budgetMessages > 0 && int(s.messages) >= pr.budgetMessages {
 		return fmt.Sprintf("the conversation has exchanged as many messages as its budget allows (%d)", s.messages)

@@ -275,7 +275,10 @@ func (h *Handler) Process(in Event, out *Queue) error {
 	if !h.started {
 		return ErrNotStarted
 	}
-	err := h.dispatch(in, out)
+	var err error
+	if e, ok := in.(*MessageEvent); !ok || e.Message == nil || e.Sent || !h.step(e.Message, e.At, out) {
+		err = h.dispatch(in, out)
+	}
 	if len(h.held) > 0 && err == nil {
 		h.deliverHeld(eventTime(in), out)
 	}
@@ -411,24 +414,52 @@ func (h *Handler) ticketFor(i int) uint64 {
 	return h.next()<<ticketSessionBits | uint64(i+1)
 }
 
-// enter moves session i into state st at time at.
+// enter moves session i into state st at time at. Most states are left
+// and entered with a change of state alone; leave and arrive do the rest,
+// for the states whose leaving and entering flags say there is more.
 func (h *Handler) enter(i, st int, at time.Time, out *Queue, inGroup bool) {
 	pr := h.prog
 	s := &h.sessions[i]
-	if s.state >= 0 {
-		old := &pr.states[s.state]
-		for _, k := range old.arms {
-			h.emitTimer(out, TimerCancel, at, pr.timers[k].name, "", i, s.epoch, time.Time{})
-		}
-		if old.join && pr.manyRole >= 0 {
-			h.many.atJoin--
-		}
+	if s.state >= 0 && pr.states[s.state].leaving {
+		h.leave(i, at, out)
 	}
-	s.state = int32(st)
 	h.countVisit(i, st)
+	h.changeState(i, st)
+	if sp := &pr.states[st]; sp.entering || len(s.deadlines) > 0 || pr.manyRole >= 0 {
+		h.arrive(i, sp, at, out, inGroup)
+	}
+}
+
+// changeState puts session i in state st, in a new epoch without a
+// decision pending (after countVisit has counted the visit).
+func (h *Handler) changeState(i, st int) {
+	s := &h.sessions[i]
+	s.state = int32(st)
 	s.epoch = h.next()
 	s.ticket = 0
-	sp := &pr.states[st]
+}
+
+// leave cancels the timers session i's state armed and counts it out of
+// a join.
+func (h *Handler) leave(i int, at time.Time, out *Queue) {
+	pr := h.prog
+	s := &h.sessions[i]
+	old := &pr.states[s.state]
+	for _, k := range old.arms {
+		h.emitTimer(out, TimerCancel, at, pr.timers[k].name, "", i, s.epoch, time.Time{})
+	}
+	if old.join && pr.manyRole >= 0 {
+		h.many.atJoin--
+	}
+}
+
+// arrive does what entering state sp does for session i besides the
+// change of state: it arms the state's timers (and forgets the deadlines
+// of the state left), ends the session, loads a child, counts a join or
+// raises a decision, and releases a join that waits for no one else.
+func (h *Handler) arrive(i int, sp *stateProg, at time.Time, out *Queue, inGroup bool) {
+	pr := h.prog
+	s := &h.sessions[i]
 	if len(sp.arms) > 0 || len(s.deadlines) > 0 {
 		switch {
 		case len(sp.arms) <= len(s.dl):

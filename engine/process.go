@@ -44,21 +44,14 @@ func (h *Handler) classify(i int, list []transProg, matchRules bool, m *forms.Me
 			if pass == 0 && !f.Matches(m) {
 				continue
 			}
-			if t.guard != nil {
-				env := decision.Env{Content: m.Content, Vars: h.sessions[i].vars}
-				if t.guard.ReadsMsg() {
-					env.Msg = m.Envelope()
-				}
-				ok, err := t.guard.Bool(&env)
-				if err != nil {
-					return match{}, err
-				}
-				if !ok {
-					continue
-				}
+			ok, err := h.guardHolds(i, t, m, nil)
+			if err != nil {
+				return match{}, err
 			}
-			bound := h.agentOf(i, t.peer)
-			mt := match{t: t, form: f, agentOK: bound == "" || bound == agent || (!recv && m.HasReceiver(bound))}
+			if !ok {
+				continue
+			}
+			mt := match{t: t, form: f, agentOK: h.boundTo(i, t.peer, agent) || (!recv && m.HasReceiver(h.agentOf(i, t.peer)))}
 			if mt.agentOK {
 				best = mt
 				break
@@ -72,6 +65,37 @@ func (h *Handler) classify(i int, list []transProg, matchRules bool, m *forms.Me
 		best = fallback
 	}
 	return best, nil
+}
+
+// guardHolds evaluates t's guard, if it has one, on message m for
+// session i. field, when not nil, is what m's content holds under the
+// field the guard reads (decision.Expression.ContentField), looked up
+// already.
+func (h *Handler) guardHolds(i int, t *transProg, m *forms.Message, field *any) (bool, error) {
+	switch {
+	case t.guard == nil:
+		return true, nil
+	case field != nil:
+		return t.guard.BoolField(m.Content, h.sessions[i].vars, *field)
+	}
+	env := decision.Env{Content: m.Content, Vars: h.sessions[i].vars}
+	if t.guard.ReadsMsg() {
+		env.Msg = m.Envelope()
+	}
+	return t.guard.Bool(&env)
+}
+
+// boundTo reports whether role r, as seen from session i, is played by
+// agent or by no agent yet.
+func (h *Handler) boundTo(i, r int, agent string) bool {
+	bound := h.agentOf(i, r)
+	return bound == "" || bound == agent
+}
+
+// otherConversation reports whether m belongs to another conversation
+// than the handler's (an empty id on either side belongs to any).
+func (h *Handler) otherConversation(m *forms.Message) bool {
+	return m.ConversationID != "" && h.conv != "" && m.ConversationID != h.conv
 }
 
 // hasMatchRule reports whether a form of list has a match rule.
@@ -88,7 +112,7 @@ func hasMatchRule(pr *Program, list []transProg) bool {
 func (h *Handler) received(e *MessageEvent, out *Queue) {
 	m, at := e.Message, e.At
 	pr := h.prog
-	if m.ConversationID != "" && h.conv != "" && m.ConversationID != h.conv {
+	if h.otherConversation(m) {
 		h.protocolError(out, at, CodeWrongConversation, -1, m, false, "message for conversation %s reached conversation %s", policy.Quote(m.ConversationID), policy.Quote(h.conv))
 		return
 	}
@@ -140,17 +164,12 @@ func (h *Handler) received(e *MessageEvent, out *Queue) {
 			return
 		}
 	}
-	if pr.multiPeer {
-		// Two or more peers: s.sent mixes what went to each, so check
-		// that this agent sent what m answers.
-		if m.InReplyTo != "" && !h.issued(m.InReplyTo) {
+	if h.strayReply(s, m) {
+		if pr.multiPeer {
 			h.protocolError(out, at, CodeWrongReply, i, m, applied, "%s from %s is in reply to %s, which %s never sent", pr.msgs[mt.t.msg].name, policy.Quote(m.Sender), policy.Quote(m.InReplyTo), policy.Quote(h.self))
-			if !applied {
-				return
-			}
+		} else {
+			h.protocolError(out, at, CodeWrongReply, i, m, applied, "%s from %s is in reply to %s, which was not sent to it (the last message sent had reply-with %s)", pr.msgs[mt.t.msg].name, policy.Quote(m.Sender), policy.Quote(m.InReplyTo), policy.Quote(s.sent[0]))
 		}
-	} else if m.InReplyTo != "" && s.sent[0] != "" && m.InReplyTo != s.sent[0] && m.InReplyTo != s.sent[1] {
-		h.protocolError(out, at, CodeWrongReply, i, m, applied, "%s from %s is in reply to %s, which was not sent to it (the last message sent had reply-with %s)", pr.msgs[mt.t.msg].name, policy.Quote(m.Sender), policy.Quote(m.InReplyTo), policy.Quote(s.sent[0]))
 		if !applied {
 			return
 		}
@@ -170,6 +189,21 @@ func (h *Handler) received(e *MessageEvent, out *Queue) {
 		return
 	}
 	h.apply(i, mt.t, m, at, out, false)
+}
+
+// strayReply reports whether m, received in session s, is in reply to a
+// message that was not sent to its sender. With two or more peers, s.sent
+// mixes what went to each, so that is one this handler never sent; with
+// one, one whose reply-with is neither of the last two sent to it (once
+// one was sent).
+func (h *Handler) strayReply(s *session, m *forms.Message) bool {
+	switch {
+	case m.InReplyTo == "":
+		return false
+	case h.prog.multiPeer:
+		return !h.issued(m.InReplyTo)
+	}
+	return s.sent[0] != "" && m.InReplyTo != s.sent[0] && m.InReplyTo != s.sent[1]
 }
 
 // noFields is the Fields of a session in no state yet.
@@ -311,7 +345,7 @@ func (h *Handler) unexpected(i int, m *forms.Message, at time.Time, out *Queue) 
 func (h *Handler) sent(e *MessageEvent, out *Queue) error {
 	m, at := e.Message, e.At
 	pr := h.prog
-	if m.ConversationID != "" && h.conv != "" && m.ConversationID != h.conv {
+	if h.otherConversation(m) {
 		h.protocolError(out, at, CodeWrongConversation, -1, m, false, "message for conversation %s reached conversation %s", policy.Quote(m.ConversationID), policy.Quote(h.conv))
 		return nil
 	}
@@ -461,7 +495,35 @@ func (h *Handler) apply(i int, t *transProg, m *forms.Message, at time.Time, out
 		return
 	}
 	h.countMessage(i)
-	mp := &pr.msgs[t.msg]
+	if !sent {
+		h.noteReceived(s, t, m)
+	} else if r := t.peer; r != pr.manyRole && h.peers[r] == "" && len(m.Receivers) > 0 {
+		h.peers[r] = m.Receivers[0]
+	}
+	if t.msgWork {
+		h.applyMessage(i, t.msg, m, at, out)
+	}
+	s.timedOutFrom = -1
+	h.enter(i, t.next, at, out, false)
+}
+
+// noteReceived notes in session s the message m it received by
+// transition t, for in-reply-to, duplicates and decisions, and binds t's
+// role to m's sender if no agent plays it yet.
+func (h *Handler) noteReceived(s *session, t *transProg, m *forms.Message) {
+	s.lastReplyWith, s.lastInReplyTo, s.lastMsg, s.lastSender, s.content = m.ReplyWith, m.InReplyTo, int32(t.msg+1), m.Sender, m.Content
+	if r := t.peer; r != h.prog.manyRole && h.peers[r] == "" {
+		h.peers[r] = m.Sender
+	}
+}
+
+// applyMessage does what a message of type msg does for session i besides
+// its transition: it notes the deadlines it sets and performs its
+// commitment operations (after the agents it binds are bound).
+func (h *Handler) applyMessage(i, msg int, m *forms.Message, at time.Time, out *Queue) {
+	pr := h.prog
+	s := &h.sessions[i]
+	mp := &pr.msgs[msg]
 	if len(mp.srcs) > 0 {
 		if s.srcTimes == nil {
 			if len(pr.deadlineSrc) <= len(s.src) {
@@ -475,19 +537,9 @@ func (h *Handler) apply(i int, t *transProg, m *forms.Message, at time.Time, out
 			s.srcTimes[k] = nanos(h.boundWait(t, at))
 		}
 	}
-	if !sent {
-		s.lastReplyWith, s.lastInReplyTo, s.lastMsg, s.lastSender, s.content = m.ReplyWith, m.InReplyTo, int32(t.msg+1), m.Sender, m.Content
-		if r := t.peer; r != pr.manyRole && h.peers[r] == "" {
-			h.peers[r] = m.Sender
-		}
-	} else if r := t.peer; r != pr.manyRole && h.peers[r] == "" && len(m.Receivers) > 0 {
-		h.peers[r] = m.Receivers[0]
-	}
 	for _, op := range mp.ops {
 		h.commitOp(i, op, at, mp.name, out)
 	}
-	s.timedOutFrom = -1
-	h.enter(i, t.next, at, out, false)
 }
 
 // boundWait returns deadline t, read from a message that arrived (or was

@@ -85,10 +85,19 @@ type stateProg struct {
 	guarded   bool
 	child     *policy.ChildRef
 	allowText string // what the state accepts, for error messages
+	// leaving says that leaving the state does more than change the
+	// session's state: it cancels the timers the state armed, or leaves
+	// a join. entering says the same of entering it: it arms timers,
+	// ends the session, loads a child, reaches a join or raises a
+	// decision (see Handler.enter).
+	leaving, entering bool
 	// recvFields and sendFields are the fields the message types of recvs
 	// and sends declare: content is checked against the limits by looking
 	// them up (see forms.Fields).
 	recvFields, sendFields forms.Fields
+	// guardField is the guardAt of the first receive that has one, or
+	// -1: step has the limit check return the value of that field.
+	guardField int
 }
 
 type transProg struct {
@@ -112,9 +121,23 @@ type transProg struct {
 	// variables after them in a session that had none set: every such
 	// session shares it until it writes a variable again (read-only).
 	litVars map[string]any
+	// msgWork says that taking the transition sets deadline sources or
+	// performs commitment operations: the message type's srcs or ops.
+	msgWork bool
+	// quiet says that taking the transition, a receive, is a change of
+	// state and no more: it has no assignments and no msgWork,
+	// the state it leaves is not leaving (so arms no timers, and a
+	// session there holds no deadlines) and its next state is not
+	// entering (see step).
+	quiet bool
 	// fieldsAt holds the position of each field of form among its
 	// state's recvFields or sendFields (for forms.Form.ValidateKinds).
 	fieldsAt []int
+	// guardAt is, for a receive whose guard reads one field of content
+	// alone (decision.Expression.ContentField), the position of that
+	// field among its state's recvFields when the limit check's kinds
+	// hold it; -1 otherwise.
+	guardAt int
 }
 
 type setProg struct {
@@ -332,7 +355,7 @@ func build(p *policy.Policy, role string, proj *policy.Projection, o *compileOpt
 		}
 		for _, lt := range ls.Transitions {
 			t := lt.Transition()
-			tp := transProg{next: lt.Next, timer: -1, msg: -1, peer: -1, outcome: t.Outcome}
+			tp := transProg{next: lt.Next, timer: -1, msg: -1, peer: -1, outcome: t.Outcome, guardAt: -1}
 			if t.Guard != nil {
 				tp.guard = exprs[t.Guard]
 			}
@@ -354,6 +377,7 @@ func build(p *policy.Policy, role string, proj *policy.Projection, o *compileOpt
 				tp.msg = msgIdx[t.Message.Name]
 				tp.form = pr.msgs[tp.msg].form
 				tp.perf, tp.hasMatch = tp.form.Type.Performative, tp.form.HasMatch()
+				tp.msgWork = len(pr.msgs[tp.msg].srcs) > 0 || len(pr.msgs[tp.msg].ops) > 0
 				tp.peer = roleIdx[lt.Peer]
 				if lt.Action == policy.ActionSend {
 					sp.sends = append(sp.sends, tp)
@@ -375,14 +399,24 @@ func build(p *policy.Policy, role string, proj *policy.Projection, o *compileOpt
 		}
 		sp.allowText = allowText(pr, &sp)
 		sp.terminal = sp.kind == policy.KindTerminal
+		sp.leaving = len(sp.arms) > 0 || sp.join
+		sp.entering = sp.leaving || sp.terminal || sp.child != nil || len(sp.sends) > 0
 		sp.recvMatch, sp.sendMatch = hasMatchRule(pr, sp.recvs), hasMatchRule(pr, sp.sends)
 		sp.recvFields, sp.sendFields = fieldsOf(sp.recvs), fieldsOf(sp.sends)
 		placeFields(sp.recvs, &sp.recvFields)
 		placeFields(sp.sends, &sp.sendFields)
+		sp.guardField = placeGuards(sp.recvs, &sp.recvFields)
 		pr.states = append(pr.states, sp)
 	}
 	pr.initial = 0
 	pr.multiPeer = holdsEarly(pr)
+	for k := range pr.states {
+		sp := &pr.states[k]
+		for j := range sp.recvs {
+			t := &sp.recvs[j]
+			t.quiet = len(t.sets) == 0 && !t.msgWork && !sp.leaving && !pr.states[t.next].entering
+		}
+	}
 	return pr, nil
 }
 
@@ -420,6 +454,27 @@ func placeFields(list []transProg, fs *forms.Fields) {
 		}
 		t.fieldsAt = at
 	}
+}
+
+// placeGuards sets the guardAt of each transition of list, whose forms'
+// fields are fs, and returns the first that is not -1, or -1.
+func placeGuards(list []transProg, fs *forms.Fields) int {
+	first := -1
+	for k := range list {
+		t := &list[k]
+		if t.guard == nil {
+			continue
+		}
+		if name, ok := t.guard.ContentField(); ok {
+			if at := fs.Position(name); at >= 0 && at < forms.MaxKinds {
+				t.guardAt = at
+			}
+		}
+		if first < 0 {
+			first = t.guardAt
+		}
+	}
+	return first
 }
 
 // allowText describes what a state accepts from peers, for the reason of

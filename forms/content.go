@@ -123,6 +123,9 @@ func checkContent(content map[string]any, l Limits) error {
 // that holds only fields of the set. The zero Fields is empty.
 type Fields struct {
 	names []string
+	// none holds the kinds of content without fields: every name's
+	// absent.
+	none Kinds
 }
 
 // FieldsOf returns the fields the message types of forms declare, each
@@ -138,6 +141,7 @@ func FieldsOf(forms ...*Form) Fields {
 			}
 		}
 	}
+	fs.none = fs.absent()
 	return fs
 }
 
@@ -155,7 +159,7 @@ func (fs *Fields) CheckContent(content map[string]any, l Limits) error {
 	if len(content) == 0 {
 		return nil
 	}
-	_, err := fs.check(content, l)
+	_, _, err := fs.check(content, l, -1)
 	return err
 }
 
@@ -165,9 +169,21 @@ func (fs *Fields) CheckContent(content map[string]any, l Limits) error {
 // Form.ValidateKinds.
 func (fs *Fields) CheckContentKinds(content map[string]any, l Limits) (Kinds, error) {
 	if len(content) == 0 {
-		return fs.absent(), nil
+		return fs.none, nil
 	}
-	return fs.check(content, l)
+	k, _, err := fs.check(content, l, -1)
+	return k, err
+}
+
+// CheckContentField is CheckContentKinds, which also returns the value
+// content holds under fs's j-th name when the kinds say it was found
+// (Kinds.Found): a caller that reads that field next, a guard, has it
+// without looking it up again. Otherwise the value is nil.
+func (fs *Fields) CheckContentField(content map[string]any, l Limits, j int) (Kinds, any, error) {
+	if len(content) == 0 {
+		return fs.none, nil, nil
+	}
+	return fs.check(content, l, j)
 }
 
 // absent returns the kinds of content without fields.
@@ -181,14 +197,16 @@ func (fs *Fields) absent() Kinds {
 
 // check looks up fs's names in content. Fields that are all scalars
 // (strings, bools, nil, integers, finite float64s) within the limits are
-// decided there, with their kinds; anything else is checked with a
-// contentCheck (and the kinds are unknown).
-func (fs *Fields) check(content map[string]any, l Limits) (Kinds, error) {
+// decided there, with their kinds, and the value of the want-th name;
+// anything else is checked with a contentCheck (and the kinds are
+// unknown).
+func (fs *Fields) check(content map[string]any, l Limits, want int) (Kinds, any, error) {
 	if len(content) > len(fs.names) {
-		return 0, checkContent(content, l)
+		return 0, nil, checkContent(content, l)
 	}
 	found, bytes := 0, 0
 	var kinds Kinds
+	var wanted any
 	for j, k := range fs.names {
 		v, ok := content[k]
 		if !ok {
@@ -210,26 +228,29 @@ func (fs *Fields) check(content map[string]any, l Limits) (Kinds, error) {
 			kind = kindDuration
 		case float64:
 			if math.IsNaN(x) || math.IsInf(x, 0) {
-				return 0, fs.checkFrom(j, found, bytes, content, l)
+				return 0, nil, fs.checkFrom(j, found, bytes, content, l)
 			}
 			kind = kindFraction
 			if x == math.Trunc(x) {
 				kind = kindWhole
 			}
 		default: // a map, a list, a value of another type
-			return 0, fs.checkFrom(j, found, bytes, content, l)
+			return 0, nil, fs.checkFrom(j, found, bytes, content, l)
+		}
+		if j == want {
+			wanted = v
 		}
 		kinds = kinds.with(j, kind)
 		found++
 		bytes += len(k)
 	}
 	if found < len(content) {
-		return 0, checkContent(content, l) // content holds a field fs does not name
+		return 0, nil, checkContent(content, l) // content holds a field fs does not name
 	}
 	if l = l.orDefault(); found > l.MaxNodes || bytes > l.MaxBytes {
-		return 0, fs.checkFrom(len(fs.names), found, bytes, content, l)
+		return 0, nil, fs.checkFrom(len(fs.names), found, bytes, content, l)
 	}
-	return kinds, nil
+	return kinds, wanted, nil
 }
 
 // Position returns the index of name among fs's names, or -1.
@@ -264,6 +285,13 @@ func (k Kinds) with(j int, v kind) Kinds {
 		return k
 	}
 	return k | Kinds(v)<<(4*j)
+}
+
+// Found reports whether the j-th field was found, with a known kind: a
+// value, nil included, that the limit check looked up.
+func (k Kinds) Found(j int) bool {
+	v := k.of(j)
+	return v != kindUnknown && v != kindAbsent
 }
 
 // of returns the j-th field's kind (unknown for a j that is out of range).

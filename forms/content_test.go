@@ -168,6 +168,40 @@ func TestFieldsOf(t *testing.T) {
 	}
 }
 
+// CheckContentField is CheckContentKinds, and hands back the value of
+// the field asked for exactly when the kinds say it was found.
+func TestFieldsCheckContentField(t *testing.T) {
+	fs := fieldsNamed(t, "a", "b", "c")
+	values := []any{nil, "x", 1, 1.5, true, time.Second, math.NaN(), []any{1}, map[string]any{"k": 1}}
+	contents := []map[string]any{nil, {}, {"a": 1, "b": 2, "c": 3, "d": 4}}
+	for _, v := range values {
+		contents = append(contents, map[string]any{"a": v}, map[string]any{"b": v}, map[string]any{"a": "x", "b": v}, map[string]any{"b": v, "z": 1})
+	}
+	for _, c := range contents {
+		wantKinds, wantErr := fs.CheckContentKinds(c, forms.DefaultLimits)
+		for j := -1; j <= fs.Len(); j++ {
+			kinds, v, err := fs.CheckContentField(c, forms.DefaultLimits, j)
+			require.Equal(t, wantErr, err, "content %v, field %d", c, j)
+			assert.Equal(t, wantKinds, kinds, "content %v, field %d", c, j)
+			if j < 0 || j >= fs.Len() || !kinds.Found(j) {
+				assert.Nil(t, v, "content %v, field %d", c, j)
+				continue
+			}
+			name := ""
+			for _, n := range []string{"a", "b", "c"} {
+				if fs.Position(n) == j {
+					name = n
+				}
+			}
+			want, ok := c[name]
+			require.True(t, ok, "content %v: field %d found but not in content", c, j)
+			if f, isFloat := want.(float64); !isFloat || !math.IsNaN(f) {
+				assert.Equal(t, want, v, "content %v, field %d", c, j)
+			}
+		}
+	}
+}
+
 func TestFieldsCheckContentDoesNotAllocate(t *testing.T) {
 	content := typicalContent()
 	fields := fieldsNamed(t, slices.Collect(maps.Keys(content))...)

@@ -20,6 +20,9 @@ type Predicate interface {
 type Form struct {
 	Type  *policy.MessageType
 	match Predicate
+	// fit holds, for each field of Type, a bit for each kind of value
+	// that fits it (see fits), for ValidateKinds.
+	fit []uint16
 }
 
 // New compiles the form of message type mt. match evaluates mt's match
@@ -28,7 +31,15 @@ func New(mt *policy.MessageType, match Predicate) (*Form, error) {
 	if (mt.Match != nil) != (match != nil) {
 		return nil, fmt.Errorf("forms: message type %s: match rule and predicate must be given together", policy.Quote(mt.Name))
 	}
-	return &Form{Type: mt, match: match}, nil
+	f := &Form{Type: mt, match: match, fit: make([]uint16, len(mt.Fields))}
+	for i, fd := range mt.Fields {
+		for k := range kindDuration + 1 {
+			if fits(fd, k) {
+				f.fit[i] |= 1 << k
+			}
+		}
+	}
+	return f, nil
 }
 
 // HasMatch reports whether the form has a match rule, which makes it more
@@ -109,12 +120,14 @@ func (f *Form) Validate(content map[string]any) error {
 // is optional and missing: then it looks up none. at holds, for each
 // field of the type in order, its Position in fields. Any other content
 // (a kind unknown, or that does not fit) is validated by Validate.
+//
+// It reads the type's fields as New found them.
 func (f *Form) ValidateKinds(content map[string]any, kinds Kinds, at []int) error {
-	if len(at) != len(f.Type.Fields) {
+	if len(at) != len(f.fit) {
 		return f.Validate(content)
 	}
-	for i, fd := range f.Type.Fields {
-		if !fits(fd, kinds.of(at[i])) {
+	for i, fit := range f.fit {
+		if fit&(1<<kinds.of(at[i])) == 0 {
 			return f.Validate(content)
 		}
 	}

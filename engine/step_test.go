@@ -1,0 +1,500 @@
+package engine
+
+import (
+	"fmt"
+	"io/fs"
+	"maps"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/parleyhq/parley/forms"
+	"github.com/parleyhq/parley/policies"
+	"github.com/parleyhq/parley/policy"
+)
+
+// stepPolicy has what step must get right besides the shipped policies'
+// shapes: receives of one message type told apart by guards on one field,
+// on two, and (in s2) on one field each but not the same, a guard reading
+// vars, assignments, a reply_by deadline, a fixed timer and a run budget.
+const stepPolicy = `policy: step-shapes
+version: 1
+roles: [A, B]
+messages:
+  ask: {performative: request, fields: {n: int, m: optional number}}
+  tag: {performative: inform, fields: {t: string}}
+  stop: cancel
+timers:
+  wait: {deadline: ask.reply_by, default: 1m}
+  idle: 30s
+vars:
+  seen: int
+budget: {messages: 12, visits: 6}
+states:
+  s0:
+    - {send: ask, from: A, to: B, next: s1, guard: content.n > 0 && content.n < 10, set: {seen: 1}}
+    - {send: ask, from: A, to: B, next: s1, guard: content.n >= 10 || "m" in content}
+    - {send: stop, from: A, to: B, next: end}
+  s1:
+    arm: [wait, idle]
+    on:
+      - {send: tag, from: A, to: B, next: s0, guard: 'vars.seen == 1 && content.t == "x"'}
+      - {send: tag, from: A, to: B, next: s2}
+      - {timeout: idle, next: end}
+      - {timeout: wait, next: end}
+  s2:
+    - {send: ask, from: A, to: B, next: s0, guard: content.m > 1}
+    - {send: ask, from: A, to: B, next: s1, guard: content.n == 9}
+    - {send: ask, from: A, to: B, next: s0}
+    - {send: stop, from: A, to: B, next: end}
+  end: {terminal: done}
+`
+
+// stepPolicies returns every policy the equivalence test runs: the
+// shipped ones, the repository's test and example policies, and
+// stepPolicy.
+func stepPolicies(t *testing.T) map[string]*policy.Policy {
+	t.Helper()
+	out := map[string]*policy.Policy{}
+	for _, name := range policies.Names() {
+		p, err := policies.Load(name)
+		require.NoError(t, err)
+		out[name] = p
+	}
+	var files []string
+	for _, dir := range []string{"../testdata/policies", "../testdata/explore", "../examples", "../schema/testdata", "../a2a/testdata"} {
+		require.NoError(t, filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && strings.HasSuffix(path, ".yaml") {
+				files = append(files, path)
+			}
+			return err
+		}))
+	}
+	for _, path := range files {
+		src, err := os.ReadFile(path)
+		require.NoError(t, err)
+		if p, ds := policy.LoadYAML(path, src); !ds.HasErrors() {
+			out[path] = p
+		}
+	}
+	p, ds := policy.LoadYAML("step.yaml", []byte(stepPolicy))
+	require.False(t, ds.HasErrors(), "%v", ds)
+	out["step-shapes"] = p
+	return out
+}
+
+// TestStepIsReceived checks step against received: over random
+// conversations of every policy in stepPolicies, as each role, in both
+// modes, a handler fed through step (received when step declines, as
+// Process does) and one fed through received alone output the same
+// events and end every input in the same snapshot. The inputs are mostly
+// messages the state takes, with content of the declared types, and
+// also every kind of violation: another conversation, a stranger, a
+// performative nobody sends, content of the wrong types or over the
+// limits, a stray in-reply-to, a late message.
+func TestStepIsReceived(t *testing.T) {
+	stepped, reported, handlers := 0, 0, 0
+	for name, p := range stepPolicies(t) {
+		for _, role := range p.Roles {
+			prog, _ := Compile(p, role.Name, WithPolicies(policies.Resolve))
+			if prog == nil {
+				continue
+			}
+			handlers++
+			for _, mode := range []Mode{Enforce, Observe} {
+				for seed := range uint64(4) {
+					t.Run(fmt.Sprintf("%s/%s/%d/%d", name, role.Name, mode, seed), func(t *testing.T) {
+						s, r := runStepWalk(t, prog, mode, seed)
+						stepped, reported = stepped+s, reported+r
+					})
+				}
+			}
+		}
+	}
+	t.Logf("%d programs, %d messages stepped, %d reported by step", handlers, stepped, reported)
+	require.Greater(t, handlers, 40, "programs compiled")
+	assert.Greater(t, stepped, 2000, "messages step took")
+	assert.Greater(t, reported, 2000, "messages step reported")
+}
+
+// stepWalk is one random conversation fed to two handlers of one program.
+type stepWalk struct {
+	t        *testing.T
+	rnd      *rand.Rand
+	prog     *Program
+	fast     *Handler // fed through step, then received
+	slow     *Handler // fed through received
+	qf, qs   Queue
+	now      time.Time
+	agents   map[int][]string // the agents bound to each other role
+	replies  []string         // reply-withs the handlers sent
+	timers   []TimerEvent     // timers set
+	decision *DecisionEvent   // the latest decision raised
+	// stepped and reported count the messages step took and reported.
+	stepped, reported int
+}
+
+// runStepWalk runs one walk of 200 inputs, a new conversation whenever
+// one ends, and returns how many messages step took and reported.
+func runStepWalk(t *testing.T, prog *Program, mode Mode, seed uint64) (stepped, reported int) {
+	w := &stepWalk{t: t, rnd: rand.New(rand.NewPCG(seed, 7)), prog: prog, now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), agents: map[int][]string{}}
+	opts := []HandlerOption{WithMode(mode)}
+	for r, name := range prog.roles {
+		if r == prog.roleIdx {
+			continue
+		}
+		agents := []string{strings.ToLower(name)}
+		if r == prog.manyRole {
+			agents = []string{"p1", "p2"}
+		}
+		w.agents[r] = agents
+		if r == prog.manyRole || seed%2 == 0 { // odd seeds leave the others to bind at their first message
+			opts = append(opts, WithPeers(name, agents...))
+		}
+	}
+	for k := range 200 {
+		if w.fast == nil || w.fast.Done() {
+			w.start(opts)
+		}
+		w.next(k)
+	}
+	return w.stepped, w.reported
+}
+
+// start starts a new conversation.
+func (w *stepWalk) start(opts []HandlerOption) {
+	var err error
+	w.fast, err = w.prog.NewHandler("c1", "me", opts...)
+	require.NoError(w.t, err)
+	w.slow, err = w.prog.NewHandler("c1", "me", opts...)
+	require.NoError(w.t, err)
+	w.qf.Reset()
+	w.qs.Reset()
+	w.replies, w.timers, w.decision = w.replies[:0], w.timers[:0], nil
+	require.NoError(w.t, w.fast.Start(w.now, &w.qf))
+	require.NoError(w.t, w.slow.Start(w.now, &w.qs))
+	w.compare("start")
+}
+
+// next feeds both handlers one random input: mostly a message, else an
+// answer to the latest decision, a timer or a move of the clock.
+func (w *stepWalk) next(k int) {
+	var in Event
+	switch r := w.rnd.IntN(10); {
+	case r < 6:
+		in = &MessageEvent{At: w.at(), Message: w.message()}
+	case r < 8 && w.decision != nil:
+		d := w.decision
+		a := d.Request.Choices
+		choice := "nope"
+		if len(a) > 0 && w.rnd.IntN(4) > 0 {
+			choice = a[w.rnd.IntN(len(a))]
+		}
+		in = &DecisionEvent{At: w.now, Ticket: d.Ticket}
+		in.(*DecisionEvent).Answer.Choice = choice
+		in.(*DecisionEvent).Answer.Content = w.content(w.sendForm(d, choice))
+	case r < 9 && len(w.timers) > 0:
+		e := w.timers[w.rnd.IntN(len(w.timers))]
+		e.Op, e.At = 0, w.now
+		in = &e
+	default:
+		w.now = w.now.Add(time.Duration(w.rnd.IntN(90)) * time.Second)
+		return
+	}
+	w.qf.Reset()
+	w.qs.Reset()
+	errF := w.processFast(in)
+	errS := w.processSlow(in)
+	require.Equal(w.t, errS, errF, "input %d", k)
+	w.compare(fmt.Sprintf("input %d: %s", k, render(in)))
+}
+
+// processFast is Process, which tries step first.
+func (w *stepWalk) processFast(in Event) error {
+	if e, ok := in.(*MessageEvent); ok && w.fast.step(e.Message, e.At, &w.qf) {
+		if slices.ContainsFunc(w.qf.Events(), func(e Event) bool { _, ok := e.(*ProtocolErrorEvent); return ok }) {
+			w.reported++
+		} else {
+			w.stepped++
+		}
+		if len(w.fast.held) > 0 {
+			w.fast.deliverHeld(e.At, &w.qf)
+		}
+		return nil
+	}
+	return w.process(w.fast, in, &w.qf)
+}
+
+// processSlow is Process without step.
+func (w *stepWalk) processSlow(in Event) error { return w.process(w.slow, in, &w.qs) }
+
+func (w *stepWalk) process(h *Handler, in Event, out *Queue) error {
+	err := h.dispatch(in, out)
+	if len(h.held) > 0 && err == nil {
+		h.deliverHeld(eventTime(in), out)
+	}
+	return err
+}
+
+// compare fails the test unless both handlers output the same events and
+// have the same snapshot; it notes what the outputs ask for.
+func (w *stepWalk) compare(what string) {
+	f, s := w.qf.Events(), w.qs.Events()
+	require.Equal(w.t, renderAll(s), renderAll(f), "%s: events", what)
+	sf, errF := w.fast.Snapshot()
+	ss, errS := w.slow.Snapshot()
+	require.Equal(w.t, errS, errF, "%s: snapshot errors", what)
+	require.Equal(w.t, ss, sf, "%s: snapshots", what)
+	for _, e := range f {
+		switch e := e.(type) {
+		case *MessageEvent:
+			w.replies = append(w.replies, e.Message.ReplyWith)
+		case *TimerEvent:
+			if e.Op == TimerSet {
+				w.timers = append(w.timers, *e)
+			}
+		case *DecisionEvent:
+			d := *e
+			w.decision = &d
+		}
+	}
+}
+
+// at returns when the next message arrives: mostly now, sometimes at no
+// time or an hour late.
+func (w *stepWalk) at() time.Time {
+	switch w.rnd.IntN(10) {
+	case 0:
+		return time.Time{}
+	case 1:
+		return w.now.Add(time.Hour)
+	}
+	return w.now
+}
+
+// message returns a message from a peer: mostly one the state takes
+// (less often one that ends the conversation), from its agent, in this
+// conversation, sometimes not.
+func (w *stepWalk) message() *forms.Message {
+	m := &forms.Message{ConversationID: "c1", Receivers: []string{"me"}, ReplyWith: fmt.Sprintf("r%d", w.rnd.IntN(4))}
+	var f *forms.Form
+	if st := w.fast.sessions[0].state; st >= 0 && len(w.prog.states[st].recvs) > 0 && w.rnd.IntN(5) > 0 {
+		recvs := w.prog.states[st].recvs
+		t := &recvs[w.rnd.IntN(len(recvs))]
+		if w.prog.states[t.next].terminal && w.rnd.IntN(4) > 0 {
+			t = &recvs[w.rnd.IntN(len(recvs))] // the conversation goes on longer
+		}
+		f = t.form
+		m.Sender = w.pickAgent(t.peer)
+	} else {
+		f = w.prog.msgs[w.rnd.IntN(len(w.prog.msgs))].form
+		m.Sender = w.pickAgent(w.rnd.IntN(len(w.prog.roles)))
+	}
+	m.Performative = f.Type.Performative
+	m.Content = w.content(f)
+	switch w.rnd.IntN(12) {
+	case 0:
+		m.Performative = "junk"
+	case 1:
+		m.ConversationID = "c2"
+	case 2:
+		m.ConversationID = ""
+	case 3:
+		m.Sender = "stranger"
+	}
+	switch r := w.rnd.IntN(8); {
+	case r < 3 && len(w.replies) > 0:
+		m.InReplyTo = w.replies[w.rnd.IntN(len(w.replies))]
+	case r == 3:
+		m.InReplyTo = "c1/me#99"
+	case r == 4:
+		m.InReplyTo = "elsewhere"
+	}
+	if w.rnd.IntN(4) == 0 {
+		m.ReplyBy = w.now.Add(time.Duration(w.rnd.IntN(120)) * time.Second)
+	}
+	return m
+}
+
+// pickAgent returns an agent bound to role r, or one of its agents
+// before it is bound.
+func (w *stepWalk) pickAgent(r int) string {
+	if a := w.agents[r]; len(a) > 0 {
+		return a[w.rnd.IntN(len(a))]
+	}
+	return "me"
+}
+
+// sendForm returns the form of the message choice sends from the state
+// decision d was raised in, or nil.
+func (w *stepWalk) sendForm(d *DecisionEvent, choice string) *forms.Form {
+	st, ok := w.prog.stateIndex[d.Request.Point]
+	if !ok {
+		return nil
+	}
+	for _, t := range w.prog.states[st].sends {
+		if t.key == choice {
+			return t.form
+		}
+	}
+	return nil
+}
+
+// content returns content for form f (nil for none): mostly of its
+// fields' types, with values on either side of the guards' literals,
+// sometimes a field missing, of another type, an extra field or content
+// over the limits.
+func (w *stepWalk) content(f *forms.Form) map[string]any {
+	c := map[string]any{}
+	if f != nil {
+		for _, fd := range f.Type.Fields {
+			if fd.Optional && w.rnd.IntN(2) == 0 {
+				continue
+			}
+			c[fd.Name] = w.value(fd.Type)
+		}
+	}
+	keys := slices.Sorted(maps.Keys(c))
+	switch w.rnd.IntN(16) {
+	case 0:
+		if len(keys) > 0 {
+			c[keys[0]] = "wrong"
+		}
+	case 1:
+		if len(keys) > 0 {
+			delete(c, keys[0])
+		}
+	case 2:
+		c["extra"] = 1
+	case 3:
+		c["nested"] = []any{[]any{[]any{math.Inf(1)}}}
+	case 4:
+		c["n"] = math.NaN()
+	case 5:
+		c["t"] = "x"
+	}
+	if len(c) == 0 && w.rnd.IntN(2) == 0 {
+		return nil
+	}
+	return c
+}
+
+// value returns a value of type ft.
+func (w *stepWalk) value(ft policy.FieldType) any {
+	switch ft {
+	case policy.TypeString:
+		return []string{"x", "y", ""}[w.rnd.IntN(3)]
+	case policy.TypeNumber:
+		return []any{1.5, 0.0, -2, 12}[w.rnd.IntN(4)]
+	case policy.TypeInt:
+		return []any{0, 1, 9, 10, 11.0, int64(-3)}[w.rnd.IntN(6)]
+	case policy.TypeBool:
+		return w.rnd.IntN(2) == 0
+	case policy.TypeTime:
+		return w.now.Add(time.Minute).Format(time.RFC3339)
+	case policy.TypeDuration:
+		return time.Second
+	case policy.TypeList:
+		return []any{1, "a"}
+	case policy.TypeMap:
+		return map[string]any{"k": 1}
+	}
+	return "any"
+}
+
+// renderAll renders events for comparison.
+func renderAll(events []Event) []string {
+	out := make([]string, len(events))
+	for i, e := range events {
+		out[i] = render(e)
+	}
+	return out
+}
+
+// render spells e with what its pointers point to, so that the events of
+// two handlers compare equal when they say the same.
+func render(e Event) string {
+	switch e := e.(type) {
+	case *MessageEvent:
+		return fmt.Sprintf("message %v sent=%v %+v", e.At, e.Sent, *e.Message)
+	case *ProtocolErrorEvent:
+		c := *e
+		c.Message = nil
+		msg := "<nil>"
+		if e.Message != nil {
+			msg = fmt.Sprintf("%+v", *e.Message)
+		}
+		return fmt.Sprintf("error %+v of %s", c, msg)
+	case *DecisionEvent:
+		return fmt.Sprintf("decision %+v", *e)
+	case *TimerEvent:
+		return fmt.Sprintf("timer %+v", *e)
+	case *CommitmentEvent:
+		return fmt.Sprintf("commitment %+v", *e)
+	case *LoadCPEvent:
+		return fmt.Sprintf("load %+v", *e)
+	case *CPDoneEvent:
+		return fmt.Sprintf("done %+v", *e)
+	}
+	return fmt.Sprintf("%T", e)
+}
+
+// TestStepPolicyShapes pins what stepPolicy is for: the guarded
+// receives of ask, the vars guard and the unguarded receives are taken
+// through step, which also reports a message no guard admits, and leaves
+// one from a stranger to received.
+func TestStepPolicyShapes(t *testing.T) {
+	p, ds := policy.LoadYAML("step.yaml", []byte(stepPolicy))
+	require.False(t, ds.HasErrors(), "%v", ds)
+	prog, ds := Compile(p, "B")
+	require.NotNil(t, prog, "%v", ds)
+	h, err := prog.NewHandler("c1", "b", WithPeers("A", "a"))
+	require.NoError(t, err)
+	var q Queue
+	require.NoError(t, h.Start(time.Time{}, &q))
+	msg := func(perf string, content map[string]any) *forms.Message {
+		return &forms.Message{Performative: perf, Sender: "a", Receivers: []string{"b"}, ConversationID: "c1", Content: content}
+	}
+	tests := []struct {
+		name string
+		m    *forms.Message
+		want string
+	}{
+		{"low", msg("request", map[string]any{"n": 3}), "s1"},
+		{"tag with the vars guard", msg("inform", map[string]any{"t": "x"}), "s0"},
+		{"high", msg("request", map[string]any{"n": 12}), "s1"},
+		{"tag without", msg("inform", map[string]any{"t": "y"}), "s2"},
+		{"ask unguarded", msg("request", map[string]any{"n": 0, "m": 0.5}), "s0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q.Reset()
+			require.True(t, h.step(tt.m, time.Time{}, &q), "step declined")
+			assert.Equal(t, tt.want, h.State(""))
+			for _, e := range q.Events() {
+				assert.NotEqual(t, "*engine.ProtocolErrorEvent", fmt.Sprintf("%T", e))
+			}
+		})
+	}
+	q.Reset()
+	require.True(t, h.step(msg("request", map[string]any{"n": 0}), time.Time{}, &q), "a request no guard admits")
+	require.Equal(t, 1, q.Len(), "events of a message no transition takes")
+	pe, ok := q.Events()[0].(*ProtocolErrorEvent)
+	require.True(t, ok, "%T, want a protocol error", q.Events()[0])
+	assert.Equal(t, CodeUnexpected, pe.Code)
+	assert.Equal(t, "s0", h.State(""), "the state after an unexpected message")
+	q.Reset()
+	stranger := msg("request", map[string]any{"n": 3})
+	stranger.Sender = "z"
+	assert.False(t, h.step(stranger, time.Time{}, &q), "a request from an agent A is not played by")
+	assert.Zero(t, q.Len(), "events of a declined step")
+	assert.Equal(t, "s0", h.State(""), "the state after a declined step")
+}
