@@ -563,17 +563,25 @@ func holdsLiterals(vars map[string]any, sets []setProg) bool {
 // content limits (a division by zero's infinity) fails too: variables are
 // kept in snapshots, and passed to decisions, as content is. It appends
 // the values to vals.
+//
+// A literal within the limits (litOK) is taken as it is: Compile checked
+// it once. The environment, a struct of some 300 bytes, is built only for
+// the first assignment that is not a literal.
 func (h *Handler) evalSets(i int, t *transProg, m *forms.Message, vals []any) ([]any, string, error) {
-	env := decision.Env{Vars: h.sessions[i].vars}
-	if m != nil {
-		env.Content = m.Content
-		if t.setsReadMsg {
-			env.Msg = m.Envelope()
+	var env decision.Env
+	built := false
+	for k := range t.sets {
+		set := &t.sets[k]
+		if set.litOK {
+			vals = append(vals, set.lit)
+			continue
 		}
-	}
-	for _, set := range t.sets {
 		v, err := set.lit, error(nil)
 		if !set.isLit {
+			if !built {
+				env = h.setsEnv(i, t, m)
+				built = true
+			}
 			v, err = set.prog.Eval(&env)
 		}
 		if err == nil {
@@ -585,6 +593,19 @@ func (h *Handler) evalSets(i int, t *transProg, m *forms.Message, vals []any) ([
 		vals = append(vals, v)
 	}
 	return vals, "", nil
+}
+
+// setsEnv returns the environment t's assignments are evaluated in for
+// session i on message m (nil for none).
+func (h *Handler) setsEnv(i int, t *transProg, m *forms.Message) decision.Env {
+	env := decision.Env{Vars: h.sessions[i].vars}
+	if m != nil {
+		env.Content = m.Content
+		if t.setsReadMsg {
+			env.Msg = m.Envelope()
+		}
+	}
+	return env
 }
 
 // maxInlineSets is how many assignments of a transition are evaluated
@@ -619,19 +640,28 @@ func (h *Handler) take(i int, choice string, content map[string]any, replyBy tim
 	pr := h.prog
 	s := &h.sessions[i]
 	sp := &pr.states[s.state]
-	if err := sp.sendFields.CheckContent(content, forms.DefaultLimits); err != nil {
+	// The kinds let ValidateKinds below decide the content without
+	// looking its fields up again.
+	kinds, err := sp.sendFields.CheckContentKinds(content, forms.DefaultLimits)
+	if err != nil {
 		h.protocolError(out, at, CodeContentLimit, i, nil, false, "the decision's content breaks a limit, so %s was not sent: %v", policy.Quote(choice), err)
 		return false, nil
 	}
 	var t, guarded *transProg
 	var guardErr error
-	env := decision.Env{Content: content, Vars: s.vars}
+	// env, some 300 bytes, is built for the first guard only.
+	var env decision.Env
+	envBuilt := false
 	for k := range sp.sends {
 		c := &sp.sends[k]
 		if c.key != choice {
 			continue
 		}
 		if c.guard != nil {
+			if !envBuilt {
+				env = decision.Env{Content: content, Vars: s.vars}
+				envBuilt = true
+			}
 			ok, err := c.guard.Bool(&env)
 			if err != nil || !ok {
 				guarded, guardErr = c, err
@@ -656,8 +686,8 @@ func (h *Handler) take(i int, choice string, content map[string]any, replyBy tim
 		h.protocolError(out, at, CodeLate, i, nil, false, "too late to send %s: the deadline %s of state %s passed at %s", pr.msgs[t.msg].name, d.Format(time.RFC3339Nano), policy.Quote(sp.name), at.Format(time.RFC3339Nano))
 		return false, nil
 	}
-	form := pr.msgs[t.msg].form
-	if err := form.Validate(content); err != nil {
+	form := t.form
+	if err := form.ValidateKinds(content, kinds, t.fieldsAt); err != nil {
 		h.protocolError(out, at, CodeInvalidContent, i, nil, false, "the decision's content does not fit: %v", err)
 		return false, nil
 	}

@@ -124,6 +124,10 @@ type setProg struct {
 	// the VM.
 	lit   any
 	isLit bool
+	// litOK says that lit is within forms.DefaultLimits, which
+	// forms.CheckValue told once, at compile time: a literal's answer is
+	// the same at every evaluation.
+	litOK bool
 }
 
 type msgProg struct {
@@ -339,6 +343,7 @@ func build(p *policy.Policy, role string, proj *policy.Projection, o *compileOpt
 			for _, a := range t.Set {
 				set := setProg{name: a.Var.Name, prog: exprs[a.Expr]}
 				set.lit, set.isLit = decision.Literal(a.Expr)
+				set.litOK = set.isLit && forms.CheckValue(set.lit, forms.DefaultLimits) == nil
 				tp.sets = append(tp.sets, set)
 				tp.setsReadMsg = tp.setsReadMsg || exprs[a.Expr].ReadsMsg()
 			}
