@@ -509,6 +509,12 @@ func (h *Handler) boundWait(t, at time.Time) time.Time {
 // assign evaluates t's assignments and stores them; an evaluation error
 // is reported and the transition not taken.
 func (h *Handler) assign(i int, t *transProg, m *forms.Message, at time.Time, out *Queue) bool {
+	if t.litOK && h.sessions[i].vars == nil {
+		// Literals Compile found within the limits, for a session that
+		// had no variables: they are litVars, shared.
+		h.sessions[i].vars = t.litVars
+		return true
+	}
 	var buf [maxInlineSets]any
 	vals, name, err := h.evalSets(i, t, m, buf[:0])
 	if err != nil {
@@ -649,20 +655,13 @@ func (h *Handler) take(i int, choice string, content map[string]any, replyBy tim
 	}
 	var t, guarded *transProg
 	var guardErr error
-	// env, some 300 bytes, is built for the first guard only.
-	var env decision.Env
-	envBuilt := false
 	for k := range sp.sends {
 		c := &sp.sends[k]
 		if c.key != choice {
 			continue
 		}
 		if c.guard != nil {
-			if !envBuilt {
-				env = decision.Env{Content: content, Vars: s.vars}
-				envBuilt = true
-			}
-			ok, err := c.guard.Bool(&env)
+			ok, err := sendGuard(c.guard, content, s.vars)
 			if err != nil || !ok {
 				guarded, guardErr = c, err
 				continue
@@ -736,8 +735,8 @@ func (h *Handler) take(i int, choice string, content map[string]any, replyBy tim
 	// goes out, so that a failure sends nothing and leaves the state as it
 	// was (apply evaluates them again, with the same result).
 	for _, j := range group {
-		if len(t.sets) == 0 {
-			break
+		if len(t.sets) == 0 || t.litOK {
+			break // nothing can fail
 		}
 		var buf [maxInlineSets]any
 		if _, name, err := h.evalSets(j, t, msg, buf[:0]); err != nil {
@@ -753,10 +752,23 @@ func (h *Handler) take(i int, choice string, content map[string]any, replyBy tim
 	out.emit(me)
 	for _, j := range group {
 		sj := &h.sessions[j]
-		sj.sent[1], sj.sent[0] = sj.sent[0], rw
+		// Written only when it changes: before the first message sent,
+		// both are empty (a pointer fewer to write while the collector
+		// marks).
+		reuse.String(&sj.sent[1], sj.sent[0])
+		sj.sent[0] = rw
 		h.apply(j, t, msg, at, out, true)
 	}
 	return true, nil
+}
+
+// sendGuard evaluates guard g of a send for a decision's content and
+// the session's variables. The environment, some 300 bytes, is built
+// here: take, which calls it only for a guarded choice, keeps none in
+// its frame.
+func sendGuard(g *decision.Expression, content, vars map[string]any) (bool, error) {
+	env := decision.Env{Content: content, Vars: vars}
+	return g.Bool(&env)
 }
 
 // answerGroup applies the answer to the opening decision of a many-role

@@ -112,6 +112,10 @@ type transProg struct {
 	// variables after them in a session that had none set: every such
 	// session shares it until it writes a variable again (read-only).
 	litVars map[string]any
+	// litOK says that every assignment of sets is a literal within the
+	// limits (setProg.litOK): evaluating them cannot fail, and gives
+	// litVars' values.
+	litOK bool
 	// fieldsAt holds the position of each field of form among its
 	// state's recvFields or sendFields (for forms.Form.ValidateKinds).
 	fieldsAt []int
@@ -348,6 +352,7 @@ func build(p *policy.Policy, role string, proj *policy.Projection, o *compileOpt
 				tp.setsReadMsg = tp.setsReadMsg || exprs[a.Expr].ReadsMsg()
 			}
 			if tp.litVars = literalVars(tp.sets); tp.litVars != nil {
+				tp.litOK = !slices.ContainsFunc(tp.sets, func(set setProg) bool { return !set.litOK })
 				if pr.litVars == nil {
 					pr.litVars = map[unsafe.Pointer]bool{}
 				}
