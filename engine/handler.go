@@ -149,7 +149,7 @@ type session struct {
 }
 
 type commitInst struct {
-	state CommitmentState
+	state commitPhase
 	epoch uint64
 	// deadline is when the commitment's armed timer fires (Unix
 	// nanoseconds; 0 for none).
