@@ -189,6 +189,10 @@ type Queue struct {
 	// bytes below its length are in strings handed out, and never
 	// written again.
 	replyWiths []byte
+	// commitTimers holds the timers of commitments, apart from those of
+	// states (timers): an element then sees the same timer names again
+	// from one step to the next, which reuse does not write.
+	commitTimers pool[TimerEvent]
 }
 
 // replyWithBlock is the size of the blocks a Queue cuts reply-withs
@@ -258,6 +262,7 @@ func (q *Queue) Reset() {
 	q.bodies.reset()
 	q.decisions.reset()
 	q.timers.reset()
+	q.commitTimers.reset()
 	q.errs.reset()
 	q.commits.reset()
 	q.loads.reset()

@@ -489,7 +489,11 @@ func (h *Handler) deadline(s *session, k int, at time.Time) time.Time {
 // emitTimer asks to set or cancel timer name of session i, armed by
 // commitment (or by the state, for "").
 func (h *Handler) emitTimer(out *Queue, op TimerOp, at time.Time, name, commitment string, i int, epoch uint64, deadline time.Time) {
-	e := out.timers.next() // every field is written
+	timers := &out.timers
+	if commitment != "" {
+		timers = &out.commitTimers
+	}
+	e := timers.next() // every field is written
 	reuse.Set(&e.At, at)
 	e.Op = op
 	reuse.String(&e.Name, name)
