@@ -112,7 +112,7 @@ func (h *Handler) commitMove(i, k int, to commitPhase, at time.Time, cause strin
 	inst.epoch = h.next()
 	inst.deadline = 0
 	e := out.commits.next() // every field is written
-	reuse.Set(&e.At, at)
+	setTime(&e.At, at)
 	reuse.String(&e.Name, c.name)
 	reuse.String(&e.State, to.state())
 	reuse.String(&e.Debtor, h.agentOf(i, c.debtor))

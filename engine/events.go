@@ -195,6 +195,27 @@ type Queue struct {
 	commitTimers pool[TimerEvent]
 }
 
+// timeWords is the layout of a time.Time, which
+// TestTimeWordsIsTheLayoutOfTime checks: a wall clock and a monotonic
+// word, which hold no pointer, and the location.
+type timeWords struct {
+	wall uint64
+	ext  int64
+	loc  *time.Location
+}
+
+// setTime writes t to *dst, as reuse.Set does, but the location, the one
+// pointer of a time.Time, only when it changes: a time that differs from
+// the one in *dst by its clock only (an event's At, the next step, in the
+// same location) costs no write barrier while the collector marks.
+func setTime(dst *time.Time, t time.Time) {
+	d, s := (*timeWords)(unsafe.Pointer(dst)), (*timeWords)(unsafe.Pointer(&t))
+	d.wall, d.ext = s.wall, s.ext
+	if d.loc != s.loc {
+		d.loc = s.loc
+	}
+}
+
 // replyWithBlock is the size of the blocks a Queue cuts reply-withs
 // from; a longer reply-with is allocated on its own.
 const replyWithBlock = 256

@@ -494,12 +494,12 @@ func (h *Handler) emitTimer(out *Queue, op TimerOp, at time.Time, name, commitme
 		timers = &out.commitTimers
 	}
 	e := timers.next() // every field is written
-	reuse.Set(&e.At, at)
+	setTime(&e.At, at)
 	e.Op = op
 	reuse.String(&e.Name, name)
 	reuse.String(&e.Commitment, commitment)
 	reuse.String(&e.Session, h.sessionName(i))
-	reuse.Set(&e.Deadline, deadline)
+	setTime(&e.Deadline, deadline)
 	e.Epoch = epoch
 	out.emit(e)
 }
@@ -580,7 +580,7 @@ func (h *Handler) raise(i int, at time.Time, out *Queue) {
 	t := h.ticketFor(i)
 	h.sessions[i].ticket = t
 	e := out.decisions.next() // every field is written
-	reuse.Set(&e.At, at)
+	setTime(&e.At, at)
 	e.Ticket = t
 	h.fillRequest(&e.Request, i, t)
 	e.clearAnswer()
@@ -672,7 +672,7 @@ func (h *Handler) loadChild(i int, sp *stateProg, at time.Time, out *Queue) {
 func (h *Handler) finish(at time.Time, out *Queue) {
 	h.done = true
 	e := out.dones.next() // every field is written
-	reuse.Set(&e.At, at)
+	setTime(&e.At, at)
 	reuse.String(&e.Policy, h.prog.policy.Name)
 	if h.prog.manyRole < 0 {
 		reuse.String(&e.Outcome, h.prog.states[h.sessions[0].state].outcome)

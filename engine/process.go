@@ -746,7 +746,7 @@ func (h *Handler) take(i int, choice string, content map[string]any, replyBy tim
 		}
 	}
 	me := out.msgs.next() // every field is written
-	reuse.Set(&me.At, at)
+	setTime(&me.At, at)
 	reuse.Set(&me.Message, msg)
 	me.Sent = false
 	out.emit(me)
