@@ -13,6 +13,47 @@ func (c CommitmentState) active() bool {
 	return c == CommitmentConditional || c == CommitmentDetached
 }
 
+// commitPhase is a CommitmentState as a small number, as a session
+// keeps it: no string to compare, nor a pointer to write as it moves.
+type commitPhase uint8
+
+// The phases, in the order of phaseStates.
+const (
+	phaseNone commitPhase = iota // never created
+	phaseConditional
+	phaseDetached
+	phaseDischarged
+	phaseViolated
+	phaseExpired
+	phaseCancelled
+	phaseReleased
+)
+
+// phaseStates holds the CommitmentState of each phase.
+var phaseStates = [...]CommitmentState{
+	phaseNone: "", phaseConditional: CommitmentConditional, phaseDetached: CommitmentDetached,
+	phaseDischarged: CommitmentDischarged, phaseViolated: CommitmentViolated, phaseExpired: CommitmentExpired,
+	phaseCancelled: CommitmentCancelled, phaseReleased: CommitmentReleased,
+}
+
+// state returns p's CommitmentState ("" for phaseNone).
+func (p commitPhase) state() CommitmentState { return phaseStates[p] }
+
+func (p commitPhase) active() bool {
+	return p == phaseConditional || p == phaseDetached
+}
+
+// phaseOf returns the phase of commitment state st; phaseNone for "" and
+// for a string that is no commitment state.
+func phaseOf(st CommitmentState) commitPhase {
+	for p, s := range phaseStates {
+		if s == st {
+			return commitPhase(p)
+		}
+	}
+	return phaseNone
+}
+
 // commitOp applies a commitment operation a message performs.
 func (h *Handler) commitOp(i int, op commitOp, at time.Time, cause string, out *Queue) {
 	pr := h.prog
@@ -31,35 +72,35 @@ func (h *Handler) commitOp(i int, op commitOp, at time.Time, cause string, out *
 		if inst.state.active() {
 			return
 		}
-		h.commitMove(i, op.commit, CommitmentConditional, at, cause, out)
+		h.commitMove(i, op.commit, phaseConditional, at, cause, out)
 		if !c.detachable {
-			h.commitMove(i, op.commit, CommitmentDetached, at, cause, out)
+			h.commitMove(i, op.commit, phaseDetached, at, cause, out)
 		}
 	case opDetach:
-		if inst.state == CommitmentConditional {
-			h.commitMove(i, op.commit, CommitmentDetached, at, cause, out)
+		if inst.state == phaseConditional {
+			h.commitMove(i, op.commit, phaseDetached, at, cause, out)
 		}
 	case opDischarge:
 		if inst.state.active() {
-			h.commitMove(i, op.commit, CommitmentDischarged, at, cause, out)
+			h.commitMove(i, op.commit, phaseDischarged, at, cause, out)
 		}
 	case opCancel:
 		switch inst.state {
-		case CommitmentConditional:
-			h.commitMove(i, op.commit, CommitmentCancelled, at, cause, out)
-		case CommitmentDetached:
-			h.commitMove(i, op.commit, CommitmentViolated, at, cause, out)
+		case phaseConditional:
+			h.commitMove(i, op.commit, phaseCancelled, at, cause, out)
+		case phaseDetached:
+			h.commitMove(i, op.commit, phaseViolated, at, cause, out)
 		}
 	case opRelease:
 		if inst.state.active() {
-			h.commitMove(i, op.commit, CommitmentReleased, at, cause, out)
+			h.commitMove(i, op.commit, phaseReleased, at, cause, out)
 		}
 	}
 }
 
 // commitMove moves commitment k of session i to state to, emitting the
 // event and setting or cancelling its deadline timers.
-func (h *Handler) commitMove(i, k int, to CommitmentState, at time.Time, cause string, out *Queue) {
+func (h *Handler) commitMove(i, k int, to commitPhase, at time.Time, cause string, out *Queue) {
 	pr := h.prog
 	s := &h.sessions[i]
 	c := &pr.commits[k]
@@ -71,9 +112,9 @@ func (h *Handler) commitMove(i, k int, to CommitmentState, at time.Time, cause s
 	inst.epoch = h.next()
 	inst.deadline = 0
 	e := out.commits.next() // every field is written
-	reuse.Set(&e.At, at)
+	setTime(&e.At, at)
 	reuse.String(&e.Name, c.name)
-	reuse.String(&e.State, to)
+	reuse.String(&e.State, to.state())
 	reuse.String(&e.Debtor, h.agentOf(i, c.debtor))
 	reuse.String(&e.Creditor, h.agentOf(i, c.creditor))
 	reuse.String(&e.Session, h.sessionName(i))
@@ -86,13 +127,13 @@ func (h *Handler) commitMove(i, k int, to CommitmentState, at time.Time, cause s
 	}
 }
 
-// timer returns the timer commitment c has armed in state st (expires
+// timer returns the timer commitment c has armed in phase p (expires
 // while conditional, deadline while detached), or -1.
-func (c *commitProg) timer(st CommitmentState) int {
-	switch st {
-	case CommitmentConditional:
+func (c *commitProg) timer(p commitPhase) int {
+	switch p {
+	case phaseConditional:
 		return c.expires
-	case CommitmentDetached:
+	case phaseDetached:
 		return c.deadline
 	}
 	return -1
@@ -112,10 +153,10 @@ func (h *Handler) commitTimer(i int, e *TimerEvent, out *Queue) {
 		return
 	}
 	switch s.commits[k].state {
-	case CommitmentConditional:
-		h.commitMove(i, k, CommitmentExpired, e.At, "deadline", out)
-	case CommitmentDetached:
-		h.commitMove(i, k, CommitmentViolated, e.At, "deadline", out)
+	case phaseConditional:
+		h.commitMove(i, k, phaseExpired, e.At, "deadline", out)
+	case phaseDetached:
+		h.commitMove(i, k, phaseViolated, e.At, "deadline", out)
 	}
 }
 
@@ -126,10 +167,10 @@ func (h *Handler) endCommitments(i int, at time.Time, cause string, out *Queue) 
 	s := &h.sessions[i]
 	for k := range s.commits {
 		switch s.commits[k].state {
-		case CommitmentConditional:
-			h.commitMove(i, k, CommitmentExpired, at, cause, out)
-		case CommitmentDetached:
-			h.commitMove(i, k, CommitmentViolated, at, cause, out)
+		case phaseConditional:
+			h.commitMove(i, k, phaseExpired, at, cause, out)
+		case phaseDetached:
+			h.commitMove(i, k, phaseViolated, at, cause, out)
 		}
 	}
 }

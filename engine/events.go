@@ -189,6 +189,31 @@ type Queue struct {
 	// bytes below its length are in strings handed out, and never
 	// written again.
 	replyWiths []byte
+	// commitTimers holds the timers of commitments, apart from those of
+	// states (timers): an element then sees the same timer names again
+	// from one step to the next, which reuse does not write.
+	commitTimers pool[TimerEvent]
+}
+
+// timeWords is the layout of a time.Time, which
+// TestTimeWordsIsTheLayoutOfTime checks: a wall clock and a monotonic
+// word, which hold no pointer, and the location.
+type timeWords struct {
+	wall uint64
+	ext  int64
+	loc  *time.Location
+}
+
+// setTime writes t to *dst, as reuse.Set does, but the location, the one
+// pointer of a time.Time, only when it changes: a time that differs from
+// the one in *dst by its clock only (an event's At, the next step, in the
+// same location) costs no write barrier while the collector marks.
+func setTime(dst *time.Time, t time.Time) {
+	d, s := (*timeWords)(unsafe.Pointer(dst)), (*timeWords)(unsafe.Pointer(&t))
+	d.wall, d.ext = s.wall, s.ext
+	if d.loc != s.loc {
+		d.loc = s.loc
+	}
 }
 
 // replyWithBlock is the size of the blocks a Queue cuts reply-withs
@@ -239,8 +264,10 @@ func (q *Queue) emit(e Event) {
 	}
 	q.events = q.events[:n+1]
 	// Every Event is a pointer: the same type and pointer are the same
-	// event. Comparing the two words saves the runtime call != makes.
-	if *(*[2]unsafe.Pointer)(unsafe.Pointer(&q.events[n])) != *(*[2]unsafe.Pointer)(unsafe.Pointer(&e)) {
+	// event. Comparing the two words one by one saves the runtime call
+	// that != on the interfaces, or on the two words as an array, makes.
+	d, w := (*[2]unsafe.Pointer)(unsafe.Pointer(&q.events[n])), (*[2]unsafe.Pointer)(unsafe.Pointer(&e))
+	if d[0] != w[0] || d[1] != w[1] {
 		q.events[n] = e
 	}
 }
@@ -258,6 +285,7 @@ func (q *Queue) Reset() {
 	q.bodies.reset()
 	q.decisions.reset()
 	q.timers.reset()
+	q.commitTimers.reset()
 	q.errs.reset()
 	q.commits.reset()
 	q.loads.reset()

@@ -149,7 +149,7 @@ type session struct {
 }
 
 type commitInst struct {
-	state CommitmentState
+	state commitPhase
 	epoch uint64
 	// deadline is when the commitment's armed timer fires (Unix
 	// nanoseconds; 0 for none).
@@ -520,13 +520,17 @@ func (h *Handler) deadline(s *session, k int, at time.Time) time.Time {
 // emitTimer asks to set or cancel timer name of session i, armed by
 // commitment (or by the state, for "").
 func (h *Handler) emitTimer(out *Queue, op TimerOp, at time.Time, name, commitment string, i int, epoch uint64, deadline time.Time) {
-	e := out.timers.next() // every field is written
-	reuse.Set(&e.At, at)
+	timers := &out.timers
+	if commitment != "" {
+		timers = &out.commitTimers
+	}
+	e := timers.next() // every field is written
+	setTime(&e.At, at)
 	e.Op = op
 	reuse.String(&e.Name, name)
 	reuse.String(&e.Commitment, commitment)
 	reuse.String(&e.Session, h.sessionName(i))
-	reuse.Set(&e.Deadline, deadline)
+	setTime(&e.Deadline, deadline)
 	e.Epoch = epoch
 	out.emit(e)
 }
@@ -607,7 +611,7 @@ func (h *Handler) raise(i int, at time.Time, out *Queue) {
 	t := h.ticketFor(i)
 	h.sessions[i].ticket = t
 	e := out.decisions.next() // every field is written
-	reuse.Set(&e.At, at)
+	setTime(&e.At, at)
 	e.Ticket = t
 	h.fillRequest(&e.Request, i, t)
 	e.clearAnswer()
@@ -699,7 +703,7 @@ func (h *Handler) loadChild(i int, sp *stateProg, at time.Time, out *Queue) {
 func (h *Handler) finish(at time.Time, out *Queue) {
 	h.done = true
 	e := out.dones.next() // every field is written
-	reuse.Set(&e.At, at)
+	setTime(&e.At, at)
 	reuse.String(&e.Policy, h.prog.policy.Name)
 	if h.prog.manyRole < 0 {
 		reuse.String(&e.Outcome, h.prog.states[h.sessions[0].state].outcome)

@@ -561,6 +561,12 @@ func (h *Handler) boundWait(t, at time.Time) time.Time {
 // assign evaluates t's assignments and stores them; an evaluation error
 // is reported and the transition not taken.
 func (h *Handler) assign(i int, t *transProg, m *forms.Message, at time.Time, out *Queue) bool {
+	if t.litOK && h.sessions[i].vars == nil {
+		// Literals Compile found within the limits, for a session that
+		// had no variables: they are litVars, shared.
+		h.sessions[i].vars = t.litVars
+		return true
+	}
 	var buf [maxInlineSets]any
 	vals, name, err := h.evalSets(i, t, m, buf[:0])
 	if err != nil {
@@ -615,17 +621,25 @@ func holdsLiterals(vars map[string]any, sets []setProg) bool {
 // content limits (a division by zero's infinity) fails too: variables are
 // kept in snapshots, and passed to decisions, as content is. It appends
 // the values to vals.
+//
+// A literal within the limits (litOK) is taken as it is: Compile checked
+// it once. The environment, a struct of some 300 bytes, is built only for
+// the first assignment that is not a literal.
 func (h *Handler) evalSets(i int, t *transProg, m *forms.Message, vals []any) ([]any, string, error) {
-	env := decision.Env{Vars: h.sessions[i].vars}
-	if m != nil {
-		env.Content = m.Content
-		if t.setsReadMsg {
-			env.Msg = m.Envelope()
+	var env decision.Env
+	built := false
+	for k := range t.sets {
+		set := &t.sets[k]
+		if set.litOK {
+			vals = append(vals, set.lit)
+			continue
 		}
-	}
-	for _, set := range t.sets {
 		v, err := set.lit, error(nil)
 		if !set.isLit {
+			if !built {
+				env = h.setsEnv(i, t, m)
+				built = true
+			}
 			v, err = set.prog.Eval(&env)
 		}
 		if err == nil {
@@ -637,6 +651,19 @@ func (h *Handler) evalSets(i int, t *transProg, m *forms.Message, vals []any) ([
 		vals = append(vals, v)
 	}
 	return vals, "", nil
+}
+
+// setsEnv returns the environment t's assignments are evaluated in for
+// session i on message m (nil for none).
+func (h *Handler) setsEnv(i int, t *transProg, m *forms.Message) decision.Env {
+	env := decision.Env{Vars: h.sessions[i].vars}
+	if m != nil {
+		env.Content = m.Content
+		if t.setsReadMsg {
+			env.Msg = m.Envelope()
+		}
+	}
+	return env
 }
 
 // maxInlineSets is how many assignments of a transition are evaluated
@@ -671,20 +698,22 @@ func (h *Handler) take(i int, choice string, content map[string]any, replyBy tim
 	pr := h.prog
 	s := &h.sessions[i]
 	sp := &pr.states[s.state]
-	if err := sp.sendFields.CheckContent(content, forms.DefaultLimits); err != nil {
+	// The kinds let ValidateKinds below decide the content without
+	// looking its fields up again.
+	kinds, err := sp.sendFields.CheckContentKinds(content, forms.DefaultLimits)
+	if err != nil {
 		h.protocolError(out, at, CodeContentLimit, i, nil, false, "the decision's content breaks a limit, so %s was not sent: %v", policy.Quote(choice), err)
 		return false, nil
 	}
 	var t, guarded *transProg
 	var guardErr error
-	env := decision.Env{Content: content, Vars: s.vars}
 	for k := range sp.sends {
 		c := &sp.sends[k]
 		if c.key != choice {
 			continue
 		}
 		if c.guard != nil {
-			ok, err := c.guard.Bool(&env)
+			ok, err := sendGuard(c.guard, content, s.vars)
 			if err != nil || !ok {
 				guarded, guardErr = c, err
 				continue
@@ -708,8 +737,8 @@ func (h *Handler) take(i int, choice string, content map[string]any, replyBy tim
 		h.protocolError(out, at, CodeLate, i, nil, false, "too late to send %s: the deadline %s of state %s passed at %s", pr.msgs[t.msg].name, d.Format(time.RFC3339Nano), policy.Quote(sp.name), at.Format(time.RFC3339Nano))
 		return false, nil
 	}
-	form := pr.msgs[t.msg].form
-	if err := form.Validate(content); err != nil {
+	form := t.form
+	if err := form.ValidateKinds(content, kinds, t.fieldsAt); err != nil {
 		h.protocolError(out, at, CodeInvalidContent, i, nil, false, "the decision's content does not fit: %v", err)
 		return false, nil
 	}
@@ -758,8 +787,8 @@ func (h *Handler) take(i int, choice string, content map[string]any, replyBy tim
 	// goes out, so that a failure sends nothing and leaves the state as it
 	// was (apply evaluates them again, with the same result).
 	for _, j := range group {
-		if len(t.sets) == 0 {
-			break
+		if len(t.sets) == 0 || t.litOK {
+			break // nothing can fail
 		}
 		var buf [maxInlineSets]any
 		if _, name, err := h.evalSets(j, t, msg, buf[:0]); err != nil {
@@ -769,16 +798,29 @@ func (h *Handler) take(i int, choice string, content map[string]any, replyBy tim
 		}
 	}
 	me := out.msgs.next() // every field is written
-	reuse.Set(&me.At, at)
+	setTime(&me.At, at)
 	reuse.Set(&me.Message, msg)
 	me.Sent = false
 	out.emit(me)
 	for _, j := range group {
 		sj := &h.sessions[j]
-		sj.sent[1], sj.sent[0] = sj.sent[0], rw
+		// Written only when it changes: before the first message sent,
+		// both are empty (a pointer fewer to write while the collector
+		// marks).
+		reuse.String(&sj.sent[1], sj.sent[0])
+		sj.sent[0] = rw
 		h.apply(j, t, msg, at, out, true)
 	}
 	return true, nil
+}
+
+// sendGuard evaluates guard g of a send for a decision's content and
+// the session's variables. The environment, some 300 bytes, is built
+// here: take, which calls it only for a guarded choice, keeps none in
+// its frame.
+func sendGuard(g *decision.Expression, content, vars map[string]any) (bool, error) {
+	env := decision.Env{Content: content, Vars: vars}
+	return g.Bool(&env)
 }
 
 // answerGroup applies the answer to the opening decision of a many-role

@@ -130,6 +130,10 @@ type transProg struct {
 	// session there holds no deadlines) and its next state is not
 	// entering (see step).
 	quiet bool
+	// litOK says that every assignment of sets is a literal within the
+	// limits (setProg.litOK): evaluating them cannot fail, and gives
+	// litVars' values.
+	litOK bool
 	// fieldsAt holds the position of each field of form among its
 	// state's recvFields or sendFields (for forms.Form.ValidateKinds).
 	fieldsAt []int
@@ -147,6 +151,10 @@ type setProg struct {
 	// the VM.
 	lit   any
 	isLit bool
+	// litOK says that lit is within forms.DefaultLimits, which
+	// forms.CheckValue told once, at compile time: a literal's answer is
+	// the same at every evaluation.
+	litOK bool
 }
 
 type msgProg struct {
@@ -362,10 +370,12 @@ func build(p *policy.Policy, role string, proj *policy.Projection, o *compileOpt
 			for _, a := range t.Set {
 				set := setProg{name: a.Var.Name, prog: exprs[a.Expr]}
 				set.lit, set.isLit = decision.Literal(a.Expr)
+				set.litOK = set.isLit && forms.CheckValue(set.lit, forms.DefaultLimits) == nil
 				tp.sets = append(tp.sets, set)
 				tp.setsReadMsg = tp.setsReadMsg || exprs[a.Expr].ReadsMsg()
 			}
 			if tp.litVars = literalVars(tp.sets); tp.litVars != nil {
+				tp.litOK = !slices.ContainsFunc(tp.sets, func(set setProg) bool { return !set.litOK })
 				if pr.litVars == nil {
 					pr.litVars = map[unsafe.Pointer]bool{}
 				}

@@ -171,7 +171,7 @@ func (h *Handler) sessionSnapshot(s *session, commits []commitSnapshot) sessionS
 		ss.LastMessage = pr.msgs[s.lastMsg-1].name
 	}
 	for _, c := range s.commits {
-		commits = append(commits, commitSnapshot{State: c.state, Epoch: c.epoch, Deadline: c.deadline})
+		commits = append(commits, commitSnapshot{State: c.state.state(), Epoch: c.epoch, Deadline: c.deadline})
 	}
 	if len(commits) > 0 {
 		ss.Commits = commits
@@ -507,10 +507,10 @@ func (pr *Program) restoreCommits(sn *snapshot, ss *sessionSnapshot, state int32
 		}
 		// Any Unix nanoseconds are a deadline (before 1970, negative), but
 		// only a commitment with a timer armed has one.
-		if c.Deadline != 0 && pr.commits[k].timer(c.State) < 0 {
+		if c.Deadline != 0 && pr.commits[k].timer(phaseOf(c.State)) < 0 {
 			return nil, fmt.Errorf("commitment %s is %s, which arms no timer, but has a deadline", policy.Quote(pr.commits[k].name), policy.Quote(string(c.State)))
 		}
-		out[k] = commitInst{state: c.State, epoch: c.Epoch, deadline: c.Deadline}
+		out[k] = commitInst{state: phaseOf(c.State), epoch: c.Epoch, deadline: c.Deadline}
 	}
 	return out, nil
 }
