@@ -14,10 +14,13 @@ import (
 // it could build (nil only when the file is not well-formed XML) and every
 // problem found, each at its position in filename.
 //
-// The loader reads the file once with encoding/xml into a small element
-// tree that keeps the offset of each start tag, so every element, attribute
-// and text has its position without a second parse; the time and memory it
-// takes grow linearly with the file, whatever its shape.
+// The loader reads the file once into a small element tree that keeps the
+// offset of each start tag, so every element, attribute and text has its
+// position without a second parse; the time and memory it takes grow
+// linearly with the file, whatever its shape. A file of the constructs
+// CP-XML is written with is read by the loader's own scanner;
+// any other, and any file with a problem to report, is read with
+// encoding/xml, which gives the diagnostics.
 func LoadXML(filename string, src []byte, opts ...LoadOption) (*Policy, Diagnostics) {
 	o := newLoadOptions(opts)
 	l := &xmlLoader{file: filename, src: src, limits: o.limits, lines: lineStarts(src)}
