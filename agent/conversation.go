@@ -472,7 +472,7 @@ func (w *worker) decide(c *conversation, d *pendingDecision, now time.Time) {
 	}
 	if m.o.decider == nil && m.o.async == nil {
 		a, err := decision.Answer{}, decision.ErrNoDecision
-		if bound := m.reg.Load().bound[prog.Policy().Name]; bound != nil {
+		if bound := w.boundOf(prog.Policy().Name); bound != nil {
 			r := *req // a copy, so that the worker's decisions stay off the heap
 			a, err = bound.Decide(context.Background(), &r)
 		}

@@ -27,8 +27,13 @@ type decisionJob struct {
 	ticket uint64
 	req    decision.Request
 	ctx    *decisionCtx
-	// held says the job is among its conversation's decisions.
+	// bound is the policy's decide expressions, for decision logic to
+	// fall back on (see boundOf).
+	bound decision.Decider
+	// held says the job is among the decisions of c, its conversation,
+	// which lives while it holds the job.
 	held bool
+	c    *conversation
 	// abort says decision logic panicked; answer and err are what it
 	// returned.
 	abort   bool
@@ -68,7 +73,7 @@ func newDecisionJob(w *worker, c *conversation, ticket uint64, req *decision.Req
 		j = new(decisionJob)
 	}
 	j.ctx = nextInSlab(&w.ctxs)
-	j.w, j.conv, j.ticket, j.req = w, c.id, ticket, *req
+	j.w, j.c, j.conv, j.ticket, j.req = w, c, c.id, ticket, *req
 	j.ctx.deadline = deadline
 	j.req.Vars = maps.Clone(req.Vars)
 	j.req.Choices = w.copyChoices(req.Choices)
@@ -125,15 +130,44 @@ func (w *worker) releaseJob(j *decisionJob) {
 }
 
 // run runs decision logic on a goroutine of the pool and hands the
-// result to the worker. The policy's decide expressions are looked up
-// here, by the policy the request names before decision logic sees it.
+// result to the worker. The policy's decide expressions were looked up
+// on the worker, by the policy the request names before decision logic
+// sees it.
 func (j *decisionJob) run() {
 	m := j.w.m
 	defer m.inflight.Add(-1)
-	bound := m.reg.Load().bound[j.req.Policy]
-	j.answer, j.err, j.abort = m.runDecision(j.ctx, j.conv, j.ticket, &j.req, bound)
+	j.answer, j.err, j.abort = m.runDecision(j.ctx, j.conv, j.ticket, &j.req, j.bound)
 	j.ctx.cancel(context.Canceled)
 	_ = j.w.push(input{kind: inDecided, conv: j.conv, ticket: j.ticket, job: j}, false) // fails only once closed
+}
+
+// boundCache is the decide expressions a worker looked up last: those
+// of policy in reg.
+type boundCache struct {
+	reg    *registry
+	policy string
+	d      decision.Decider
+}
+
+// boundOf returns the decide expressions of policy in the registry
+// published now: those it found last when neither changed, as a
+// registry never changes once published.
+func (w *worker) boundOf(policy string) decision.Decider {
+	b := &w.bound
+	if reg := w.m.reg.Load(); b.reg != reg || b.policy != policy {
+		b.reg, b.policy, b.d = reg, policy, reg.bound[policy]
+	}
+	return b.d
+}
+
+// decidedConv returns the conversation an inDecided for j is for, or
+// nil: the one holding j, without a lookup; the one under j's id if none
+// holds it (it may have dropped j, or be gone).
+func (w *worker) decidedConv(j *decisionJob) *conversation {
+	if j.held {
+		return j.c
+	}
+	return w.convs[j.conv]
 }
 
 // decisionCtx is the context decision logic gets. It ends when the
@@ -222,6 +256,7 @@ func (w *worker) startDecision(c *conversation, ticket uint64, req *decision.Req
 	m := w.m
 	deadline := now.Add(m.o.limits.DecisionTimeout)
 	j := newDecisionJob(w, c, ticket, req, deadline)
+	j.bound = w.boundOf(req.Policy)
 	j.timeout = w.timers.schedule(c, j, deadline, now)
 	if c.decisions == nil {
 		c.decisions = c.decisionBuf[:0]

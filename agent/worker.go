@@ -135,6 +135,7 @@ type worker struct {
 	freeJobs []*decisionJob
 	ctxs     []decisionCtx
 	choices  []string
+	bound    boundCache
 }
 
 func newWorker(m *Manager) *worker {
@@ -356,7 +357,7 @@ func (w *worker) handle(in *input) {
 			w.lateAnswer(t, in.ticket, now, in)
 		}
 	case inDecided:
-		if c := w.convs[in.conv]; c != nil {
+		if c := w.decidedConv(in.job); c != nil {
 			w.decided(c, in.ticket, in.job, now)
 		}
 		w.releaseJob(in.job)
@@ -381,11 +382,15 @@ func (w *worker) handle(in *input) {
 
 func (w *worker) wait(in *input) {
 	c := w.convs[in.conv]
+	if c == nil {
+		if t := w.tomb(in.conv); t != nil {
+			in.extra.wait <- t.result()
+		} else {
+			in.extra.wait <- waitResult{err: noConversation(in.conv)}
+		}
+		return
+	}
 	switch {
-	case c == nil && w.tomb(in.conv) != nil:
-		in.extra.wait <- w.tomb(in.conv).result()
-	case c == nil:
-		in.extra.wait <- waitResult{err: noConversation(in.conv)}
 	case c.h.Done():
 		in.extra.wait <- c.result()
 	default:
