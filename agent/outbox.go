@@ -21,8 +21,9 @@ type outbox struct {
 	queue  []outMsg
 	spare  []outMsg
 	closed bool
-	// sending is set while the sender sends a batch.
-	sending bool
+	// pending counts the messages queued for the sender and not yet
+	// sent: the worker sends directly while it is zero.
+	pending atomic.Int64
 	wake    chan struct{}
 	// parked holds, by root conversation, kept messages whose send
 	// failed and those of the same conversation queued behind them; only
@@ -73,10 +74,7 @@ func (o *outbox) direct(conv string, msg *forms.Message) bool {
 	if _, ok := (*t).(endpoint); !ok {
 		return false
 	}
-	o.mu.Lock()
-	idle := len(o.queue) == 0 && !o.sending
-	o.mu.Unlock()
-	if !idle {
+	if o.pending.Load() != 0 {
 		return false
 	}
 	if err := o.deliver(msg); err != nil {
@@ -94,6 +92,7 @@ func (o *outbox) queueMsg(om outMsg) {
 		return
 	}
 	o.queue = append(o.queue, om)
+	o.pending.Add(1)
 	o.mu.Unlock()
 	m.inflight.Add(1)
 	select {
@@ -123,7 +122,6 @@ func (o *outbox) run() {
 			if len(batch) > 0 { // an empty queue stays, to be filled again
 				o.queue, o.spare = o.spare[:0], nil
 			}
-			o.sending = len(batch) > 0
 			o.retry, o.retrying = false, 0
 			o.mu.Unlock()
 			if retry && !closed {
@@ -140,12 +138,12 @@ func (o *outbox) run() {
 			for i := range batch {
 				o.sendOne(batch[i])
 				batch[i] = outMsg{}
+				o.pending.Add(-1)
 			}
 			o.mu.Lock()
 			if o.spare == nil {
 				o.spare = batch[:0]
 			}
-			o.sending = false
 			o.mu.Unlock()
 		}
 	}
