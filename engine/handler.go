@@ -272,13 +272,16 @@ func (h *Handler) Start(at time.Time, out *Queue) error {
 // (an output-only event, a handler not started, a message to send to a
 // role no agent is bound to).
 func (h *Handler) Process(in Event, out *Queue) error {
+	if e, ok := in.(*MessageEvent); ok && h.started && h.step(e, out) {
+		if len(h.held) > 0 {
+			h.deliverHeld(e.At, out)
+		}
+		return nil
+	}
 	if !h.started {
 		return ErrNotStarted
 	}
-	var err error
-	if e, ok := in.(*MessageEvent); !ok || e.Message == nil || e.Sent || !h.step(e.Message, e.At, out) {
-		err = h.dispatch(in, out)
-	}
+	err := h.dispatch(in, out)
 	if len(h.held) > 0 && err == nil {
 		h.deliverHeld(eventTime(in), out)
 	}
