@@ -57,7 +57,7 @@ func (h *Handler) Abort(at time.Time, reason string, out *Queue) error {
 	}
 	h.dropHeld(at, out)
 	h.done, h.aborted = true, true
-	e := out.dones.get()
+	e := out.dones.get(&out.dirty)
 	*e = CPDoneEvent{At: at, Policy: pr.policy.Name, Outcome: OutcomeAborted, Reason: reason}
 	if pr.manyRole >= 0 {
 		e.Outcomes = make(map[string]string, len(h.sessions))

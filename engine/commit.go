@@ -111,7 +111,7 @@ func (h *Handler) commitMove(i, k int, to commitPhase, at time.Time, cause strin
 	inst.state = to
 	inst.epoch = h.next()
 	inst.deadline = 0
-	e := out.commits.next() // every field is written
+	e := out.commits.next(&out.dirty) // every field is written
 	setTime(&e.At, at)
 	reuse.String(&e.Name, c.name)
 	reuse.String(&e.State, to.state())

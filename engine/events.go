@@ -193,6 +193,10 @@ type Queue struct {
 	// states (timers): an element then sees the same timer names again
 	// from one step to the next, which reuse does not write.
 	commitTimers pool[TimerEvent]
+	// dirty says that a pool has handed out an element since the last
+	// Reset: every pool's get, put and next set it, so that a Reset after
+	// steps that emitted nothing, the most common, is one test.
+	dirty bool
 }
 
 // timeWords is the layout of a time.Time, which
@@ -281,6 +285,14 @@ func (q *Queue) Len() int { return len(q.events) }
 // Reset empties the queue, keeping its storage for reuse.
 func (q *Queue) Reset() {
 	q.events = q.events[:0] // the events stay in place for emit
+	if q.dirty {
+		q.resetPools()
+	}
+}
+
+// resetPools hands out the pools' elements again from the first.
+func (q *Queue) resetPools() {
+	q.dirty = false
 	q.msgs.reset()
 	q.bodies.reset()
 	q.decisions.reset()
@@ -294,13 +306,15 @@ func (q *Queue) Reset() {
 
 // pool hands out zeroed elements of a reusable slice. Growing it copies
 // the elements, but pointers handed out before stay valid (they point into
-// the old array, which the events still reference).
+// the old array, which the events still reference). Its get, put and next
+// set *dirty, the Queue's flag that Reset resets the pools by.
 type pool[T any] struct {
 	items []T
 	n     int
 }
 
-func (p *pool[T]) get() *T {
+func (p *pool[T]) get(dirty *bool) *T {
+	*dirty = true
 	var zero T
 	if p.n == len(p.items) {
 		p.items = append(p.items, zero)
@@ -313,7 +327,8 @@ func (p *pool[T]) get() *T {
 
 // put hands out the next element set to v, in one write where get and an
 // assignment would write it twice.
-func (p *pool[T]) put(v T) *T {
+func (p *pool[T]) put(dirty *bool, v T) *T {
+	*dirty = true
 	if p.n == len(p.items) {
 		p.items = append(p.items, v)
 	} else {
@@ -327,7 +342,8 @@ func (p *pool[T]) put(v T) *T {
 // next hands out the next element as it is, for a caller that overwrites
 // all of it: the write a zeroing would cost (every pointer of T, under
 // the collector's write barrier while it marks) is saved.
-func (p *pool[T]) next() *T {
+func (p *pool[T]) next(dirty *bool) *T {
+	*dirty = true
 	if p.n == len(p.items) {
 		var zero T
 		p.items = append(p.items, zero)

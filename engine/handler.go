@@ -272,13 +272,16 @@ func (h *Handler) Start(at time.Time, out *Queue) error {
 // (an output-only event, a handler not started, a message to send to a
 // role no agent is bound to).
 func (h *Handler) Process(in Event, out *Queue) error {
+	if e, ok := in.(*MessageEvent); ok && h.started && h.step(e, out) {
+		if len(h.held) > 0 {
+			h.deliverHeld(e.At, out)
+		}
+		return nil
+	}
 	if !h.started {
 		return ErrNotStarted
 	}
-	var err error
-	if e, ok := in.(*MessageEvent); !ok || e.Message == nil || e.Sent || !h.step(e.Message, e.At, out) {
-		err = h.dispatch(in, out)
-	}
+	err := h.dispatch(in, out)
 	if len(h.held) > 0 && err == nil {
 		h.deliverHeld(eventTime(in), out)
 	}
@@ -524,7 +527,7 @@ func (h *Handler) emitTimer(out *Queue, op TimerOp, at time.Time, name, commitme
 	if commitment != "" {
 		timers = &out.commitTimers
 	}
-	e := timers.next() // every field is written
+	e := timers.next(&out.dirty) // every field is written
 	setTime(&e.At, at)
 	e.Op = op
 	reuse.String(&e.Name, name)
@@ -541,7 +544,7 @@ func (h *Handler) protocolError(out *Queue, at time.Time, code ErrorCode, i int,
 
 // report emits a protocol error with the given reason.
 func (h *Handler) report(out *Queue, at time.Time, code ErrorCode, i int, m *forms.Message, applied bool, reason string) {
-	e := out.errs.put(ProtocolErrorEvent{At: at, Code: code, Reason: reason, Message: m, Applied: applied})
+	e := out.errs.put(&out.dirty, ProtocolErrorEvent{At: at, Code: code, Reason: reason, Message: m, Applied: applied})
 	if i >= 0 && i < len(h.sessions) {
 		e.Session = h.sessionName(i)
 		if st := h.sessions[i].state; st >= 0 {
@@ -610,7 +613,7 @@ func (h *Handler) fillRequest(r *decision.Request, i int, ticket uint64) {
 func (h *Handler) raise(i int, at time.Time, out *Queue) {
 	t := h.ticketFor(i)
 	h.sessions[i].ticket = t
-	e := out.decisions.next() // every field is written
+	e := out.decisions.next(&out.dirty) // every field is written
 	setTime(&e.At, at)
 	e.Ticket = t
 	h.fillRequest(&e.Request, i, t)
@@ -632,7 +635,7 @@ func (e *DecisionEvent) clearAnswer() {
 func (h *Handler) raiseGroup(at time.Time, out *Queue) {
 	t := h.ticketFor(-1)
 	h.many.groupTicket = t
-	e := out.decisions.get()
+	e := out.decisions.get(&out.dirty)
 	e.At, e.Ticket, e.Request = at, t, h.request(0, t)
 	e.Request.Peer = ""
 	out.emit(e)
@@ -661,7 +664,7 @@ func (h *Handler) checkJoin(at time.Time, out *Queue) {
 func (h *Handler) releaseJoin(at time.Time, out *Queue) {
 	t := h.ticketFor(-1)
 	h.many.joinTicket = t
-	e := out.decisions.get()
+	e := out.decisions.get(&out.dirty)
 	e.At, e.Ticket = at, t
 	first := true
 	for i := range h.sessions {
@@ -683,7 +686,7 @@ func (h *Handler) releaseJoin(at time.Time, out *Queue) {
 }
 
 func (h *Handler) loadChild(i int, sp *stateProg, at time.Time, out *Queue) {
-	e := out.loads.get()
+	e := out.loads.get(&out.dirty)
 	e.At, e.Policy, e.Session, e.Epoch = at, sp.child.Policy.Name, h.sessionName(i), h.sessions[i].epoch
 	e.Roles = make(map[string]string, len(sp.child.Bindings))
 	for _, b := range sp.child.Bindings {
@@ -702,7 +705,7 @@ func (h *Handler) loadChild(i int, sp *stateProg, at time.Time, out *Queue) {
 // finish ends the conversation.
 func (h *Handler) finish(at time.Time, out *Queue) {
 	h.done = true
-	e := out.dones.next() // every field is written
+	e := out.dones.next(&out.dirty) // every field is written
 	setTime(&e.At, at)
 	reuse.String(&e.Policy, h.prog.policy.Name)
 	if h.prog.manyRole < 0 {

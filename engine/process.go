@@ -769,7 +769,7 @@ func (h *Handler) take(i int, choice string, content map[string]any, replyBy tim
 			receivers[k] = h.sessions[j].peer
 		}
 	}
-	msg := out.bodies.next() // Fill overwrites all of it
+	msg := out.bodies.next(&out.dirty) // Fill overwrites all of it
 	rw := h.outboundReplyWith(out)
 	inReplyTo := s.lastReplyWith
 	if pr.multiPeer && (len(receivers) != 1 || receivers[0] != s.lastSender) {
@@ -797,7 +797,7 @@ func (h *Handler) take(i int, choice string, content map[string]any, replyBy tim
 			return false, nil
 		}
 	}
-	me := out.msgs.next() // every field is written
+	me := out.msgs.next(&out.dirty) // every field is written
 	setTime(&me.At, at)
 	reuse.Set(&me.Message, msg)
 	me.Sent = false

@@ -105,8 +105,11 @@ type transProg struct {
 	msg int // message type, for sends and receives
 	// The message type's form, performative and whether it has a match
 	// rule, copied here so classifying touches one struct.
-	form     *forms.Form
-	perf     string
+	form *forms.Form
+	perf string
+	// perfKey is shortKey(perf), for step to compare performatives
+	// without a call of the runtime.
+	perfKey  [2]uint32
 	hasMatch bool
 	peer     int // the other role, for sends and receives
 	timer    int
@@ -387,6 +390,7 @@ func build(p *policy.Policy, role string, proj *policy.Projection, o *compileOpt
 				tp.msg = msgIdx[t.Message.Name]
 				tp.form = pr.msgs[tp.msg].form
 				tp.perf, tp.hasMatch = tp.form.Type.Performative, tp.form.HasMatch()
+				tp.perfKey = shortKey(tp.perf)
 				tp.msgWork = len(pr.msgs[tp.msg].srcs) > 0 || len(pr.msgs[tp.msg].ops) > 0
 				tp.peer = roleIdx[lt.Peer]
 				if lt.Action == policy.ActionSend {

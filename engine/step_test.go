@@ -219,7 +219,7 @@ func (w *stepWalk) next(k int) {
 
 // processFast is Process, which tries step first.
 func (w *stepWalk) processFast(in Event) error {
-	if e, ok := in.(*MessageEvent); ok && w.fast.step(e.Message, e.At, &w.qf) {
+	if e, ok := in.(*MessageEvent); ok && w.fast.step(e, &w.qf) {
 		if slices.ContainsFunc(w.qf.Events(), func(e Event) bool { _, ok := e.(*ProtocolErrorEvent); return ok }) {
 			w.reported++
 		} else {
@@ -477,7 +477,7 @@ func TestStepPolicyShapes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			q.Reset()
-			require.True(t, h.step(tt.m, time.Time{}, &q), "step declined")
+			require.True(t, h.step(&MessageEvent{Message: tt.m}, &q), "step declined")
 			assert.Equal(t, tt.want, h.State(""))
 			for _, e := range q.Events() {
 				assert.NotEqual(t, "*engine.ProtocolErrorEvent", fmt.Sprintf("%T", e))
@@ -485,7 +485,7 @@ func TestStepPolicyShapes(t *testing.T) {
 		})
 	}
 	q.Reset()
-	require.True(t, h.step(msg("request", map[string]any{"n": 0}), time.Time{}, &q), "a request no guard admits")
+	require.True(t, h.step(&MessageEvent{Message: msg("request", map[string]any{"n": 0})}, &q), "a request no guard admits")
 	require.Equal(t, 1, q.Len(), "events of a message no transition takes")
 	pe, ok := q.Events()[0].(*ProtocolErrorEvent)
 	require.True(t, ok, "%T, want a protocol error", q.Events()[0])
@@ -494,7 +494,42 @@ func TestStepPolicyShapes(t *testing.T) {
 	q.Reset()
 	stranger := msg("request", map[string]any{"n": 3})
 	stranger.Sender = "z"
-	assert.False(t, h.step(stranger, time.Time{}, &q), "a request from an agent A is not played by")
+	assert.False(t, h.step(&MessageEvent{Message: stranger}, &q), "a request from an agent A is not played by")
 	assert.Zero(t, q.Len(), "events of a declined step")
 	assert.Equal(t, "s0", h.State(""), "the state after a declined step")
+}
+
+// TestShortKey checks that strings of 4 to 8 bytes have the same key
+// exactly when they are equal, whichever byte differs, and that other
+// lengths have no key.
+func TestShortKey(t *testing.T) {
+	tests := []struct {
+		name string
+		s    string
+		key  bool
+	}{
+		{"empty", "", false},
+		{"three bytes", "ask", false},
+		{"four bytes", "stop", true},
+		{"six bytes", "inform", true},
+		{"seven bytes", "request", true},
+		{"eight bytes", "call-for", true},
+		{"nine bytes", "subscribe", false},
+		{"zero bytes within", "\x00\x00\x00\x00", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			key := shortKey(tt.s)
+			assert.Equal(t, tt.key, key != [2]uint32{}, "has a key")
+			if !tt.key {
+				return
+			}
+			for i := range len(tt.s) {
+				b := []byte(tt.s)
+				b[i]++
+				assert.NotEqual(t, key, shortKey(string(b)), "byte %d changed", i)
+			}
+			assert.Equal(t, key, shortKey(strings.Clone(tt.s)), "a copy")
+		})
+	}
 }

@@ -179,11 +179,11 @@ func (fs *Fields) CheckContentKinds(content map[string]any, l Limits) (Kinds, er
 // content holds under fs's j-th name when the kinds say it was found
 // (Kinds.Found): a caller that reads that field next, a guard, has it
 // without looking it up again. Otherwise the value is nil.
-func (fs *Fields) CheckContentField(content map[string]any, l Limits, j int) (Kinds, any, error) {
-	if len(content) == 0 {
-		return fs.none, nil, nil
+func (fs *Fields) CheckContentField(content map[string]any, l Limits, j int) (k Kinds, v any, err error) {
+	if k = fs.none; len(content) != 0 {
+		k, v, err = fs.check(content, l, j)
 	}
-	return fs.check(content, l, j)
+	return
 }
 
 // absent returns the kinds of content without fields.
