@@ -263,8 +263,26 @@ func (w *worker) startDecision(c *conversation, ticket uint64, req *decision.Req
 	}
 	c.decisions = append(c.decisions, j)
 	j.held = true
-	m.inflight.Add(1)
-	m.deciders.run(j)
+	if w.asked = append(w.asked, j); len(w.asked) >= maxAskedAtOnce {
+		w.ask()
+	}
+}
+
+// maxAskedAtOnce is the most decisions a worker holds before it hands
+// them to the pool: it hands them over at the end of each batch of
+// inputs (see run), or this many at a time.
+const maxAskedAtOnce = 16
+
+// ask hands the decisions the worker asked for since it last did to the
+// pool, in the order they were asked for.
+func (w *worker) ask() {
+	if len(w.asked) == 0 {
+		return
+	}
+	w.m.inflight.Add(int64(len(w.asked)))
+	w.m.deciders.runAll(w.asked)
+	clear(w.asked)
+	w.asked = w.asked[:0]
 }
 
 // stopDecision stops the timeout of a decision that was answered or no

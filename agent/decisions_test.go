@@ -18,6 +18,7 @@ import (
 
 	"github.com/parleyhq/parley/agent"
 	"github.com/parleyhq/parley/decision"
+	"github.com/parleyhq/parley/forms"
 )
 
 // syncBuffer is a buffer a logger writes to from the workers.
@@ -141,4 +142,38 @@ func TestWhatADeciderKeepsOutlivesTheReusedJob(t *testing.T) {
 	check()
 	require.GreaterOrEqual(t, len(all), 24, "alice decides at least once in each conversation, bob twice")
 	assert.Empty(t, changed)
+}
+
+// TestADecisionBehindABlockedOneIsTaken: a worker hands the decisions of
+// a batch of its inputs to the pool together; one that blocks in
+// decision logic holds up none of the others, here the decisions of the
+// conversations opened after it on bob's one worker, which all end.
+func TestADecisionBehindABlockedOneIsTaken(t *testing.T) {
+	w := newWorld(t)
+	release := make(chan struct{})
+	defer close(release)
+	bobs := bobOfRequest()
+	bob := w.agent("bob", decision.Func(func(ctx context.Context, req *decision.Request) (decision.Answer, error) {
+		if req.ConversationID == "c0" {
+			<-release
+		}
+		return bobs.Decide(ctx, req)
+	}), agent.WithWorkers(1))
+	w.agent("alice", nil)
+	const n = 8
+	for i := range n {
+		req := &forms.Message{Performative: "request", Sender: "alice", Receivers: []string{"bob"}, Protocol: "fipa-request",
+			ConversationID: fmt.Sprintf("c%d", i), ReplyWith: fmt.Sprintf("r%d", i), Content: map[string]any{"action": "x"}}
+		require.NoError(t, bob.Deliver("alice", req))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for i := 1; i < n; i++ {
+		outcome, err := bob.Wait(ctx, fmt.Sprintf("c%d", i))
+		require.NoError(t, err, "conversation c%d", i)
+		assert.Equal(t, "result", outcome, "conversation c%d", i)
+	}
+	st, err := bob.Status(ctx, "c0")
+	require.NoError(t, err)
+	assert.Equal(t, "requested", st.States[""], "c0's decision is still blocked")
 }

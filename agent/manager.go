@@ -90,8 +90,11 @@ type StartRequest struct {
 // goroutine per worker, so a slow or stuck plug-in never stalls other
 // conversations (on a Bus, whose Send never blocks, a worker with
 // nothing waiting for its sender hands its messages to the receivers
-// itself). Close it when done; every call after Close returns
-// ErrClosed.
+// itself). A worker hands the decisions of each batch of its inputs to
+// a goroutine of the decision pool at once, which takes them one after
+// the other; a decision that waits behind decision logic that has not
+// returned gets a goroutine of its own within 2 ms. Close it when done;
+// every call after Close returns ErrClosed.
 type Manager struct {
 	self string
 	o    options

@@ -70,7 +70,7 @@ func TestAPooledDecisionNeverWaitsForABlockedOne(t *testing.T) {
 				}
 				tasks[i] = newFuncTask(f)
 				if !tt.burst {
-					p.run(tasks[i])
+					p.runAll([]task{tasks[i]})
 					if !tt.blocks(i) {
 						require.True(t, ran(tasks[i]), "task %d waited", i)
 					}
@@ -79,8 +79,8 @@ func TestAPooledDecisionNeverWaitsForABlockedOne(t *testing.T) {
 			if !tt.burst {
 				return
 			}
-			for _, task := range tasks {
-				p.run(task)
+			for _, ft := range tasks {
+				p.runAll([]task{ft})
 			}
 			for i, task := range tasks {
 				if !tt.blocks(i) {
@@ -91,13 +91,65 @@ func TestAPooledDecisionNeverWaitsForABlockedOne(t *testing.T) {
 	}
 }
 
+// TestATaskOfABatchDoesNotWaitForABlockedOne: the tasks of one batch
+// run on one goroutine, one after the other; a task behind one blocked
+// in decision logic gets a goroutine of its own within two stall checks,
+// wherever in the batch the blocked ones are, and every batch's
+// goroutines are done with it once its tasks have run.
+func TestATaskOfABatchDoesNotWaitForABlockedOne(t *testing.T) {
+	tests := []struct {
+		name    string
+		n       int
+		blocked []int // the tasks that block until the end of the test
+	}{
+		{"none blocks", 5, nil},
+		{"the first blocks", 5, []int{0}},
+		{"the one in the middle blocks", 5, []int{2}},
+		{"the last blocks", 5, []int{4}},
+		{"all but the last block", 5, []int{0, 1, 2, 3}},
+		{"a single blocked task", 1, []int{0}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := newPool()
+			release := make(chan struct{})
+			defer p.close()
+			tasks := make([]*funcTask, tt.n)
+			ts := make([]task, tt.n)
+			for i := range tasks {
+				var f func()
+				if slices.Contains(tt.blocked, i) {
+					f = func() { <-release }
+				}
+				tasks[i] = newFuncTask(f)
+				ts[i] = tasks[i]
+			}
+			p.runAll(ts)
+			for i, task := range tasks {
+				if !slices.Contains(tt.blocked, i) {
+					require.True(t, ran(task), "task %d waited", i)
+				}
+			}
+			close(release)
+			for _, task := range tasks {
+				require.True(t, ran(task))
+			}
+			require.Eventually(t, func() bool {
+				p.mu.Lock()
+				defer p.mu.Unlock()
+				return len(p.active) == 0 && len(p.spare) == 1
+			}, 10*time.Second, time.Millisecond, "the batch is done with and kept for reuse")
+		})
+	}
+}
+
 // TestAPoolRunsTasksAfterClose: a decision handed to the pool of a
 // manager closing still runs, on a goroutine of its own, and the idle
 // goroutines stop.
 func TestAPoolRunsTasksAfterClose(t *testing.T) {
 	p := newPool()
 	first := newFuncTask(nil)
-	p.run(first)
+	p.runAll([]task{first})
 	require.True(t, ran(first))
 	require.Eventually(t, func() bool {
 		p.mu.Lock()
@@ -107,12 +159,12 @@ func TestAPoolRunsTasksAfterClose(t *testing.T) {
 	p.close()
 	var wg sync.WaitGroup
 	for range 3 {
-		task := newFuncTask(nil)
+		ft := newFuncTask(nil)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			p.run(task)
-			assert.True(t, ran(task))
+			p.runAll([]task{ft})
+			assert.True(t, ran(ft))
 		}()
 	}
 	wg.Wait()

@@ -133,9 +133,12 @@ type worker struct {
 	// and choices the blocks decision contexts and copies of choices are
 	// cut from (see ctxBlock).
 	freeJobs []*decisionJob
-	ctxs     []decisionCtx
-	choices  []string
-	bound    boundCache
+	// asked holds the decisions asked for and not yet handed to the pool
+	// (see ask).
+	asked   []task
+	ctxs    []decisionCtx
+	choices []string
+	bound   boundCache
 }
 
 func newWorker(m *Manager) *worker {
@@ -230,6 +233,7 @@ func (w *worker) run() {
 		for i := range batch {
 			in := &batch[i]
 			if in.kind == inStop {
+				w.ask()
 				w.flush()
 				w.drain()
 				w.halt(batch[i+1:])
@@ -247,6 +251,7 @@ func (w *worker) run() {
 			}
 			batch[i] = input{}
 		}
+		w.ask()
 		w.flush()
 		w.mu.Lock()
 		if w.spare == nil {
