@@ -214,15 +214,20 @@ func (w *worker) sweep(now time.Time) {
 }
 
 // tombKey is the key of id's tombstone in tombs: a 64-bit hash of id
-// under the worker's random seed, so that tombs holds no strings for the
-// collector to scan and rehashes without reading them.
-func (w *worker) tombKey(id string) uint64 { return maphash.String(w.seed, id) }
+// under the worker's random seed, never 0, so that tombs holds no
+// strings for the collector to scan and grows without reading them.
+func (w *worker) tombKey(id string) uint64 {
+	if k := maphash.String(w.seed, id); k != 0 {
+		return k
+	}
+	return 1
+}
 
 // tomb returns the tombstone of conversation id, or nil. A key that
 // leads to another id's tombstone is no match: the tombstone of an id
 // whose key was taken already is in collided.
 func (w *worker) tomb(id string) *tombstone {
-	if t := w.tombs[w.tombKey(id)]; t != nil && t.str(t.id) == id {
+	if t := w.tombs.get(w.tombKey(id)); t != nil && t.str(t.id) == id {
 		return t
 	}
 	if len(w.collided) == 0 {
@@ -235,23 +240,21 @@ func (w *worker) tomb(id string) *tombstone {
 // another id's.
 func (w *worker) putTomb(t *tombstone) {
 	id := t.str(t.id)
-	k := w.tombKey(id)
-	if o := w.tombs[k]; o != nil && o.str(o.id) != id {
+	place := w.tombs.put(w.tombKey(id))
+	if o := *place; o != nil && o.str(o.id) != id {
 		if w.collided == nil {
 			w.collided = map[string]*tombstone{}
 		}
 		w.collided[id] = t
 		return
 	}
-	w.tombs[k] = t
+	*place = t
 }
 
 // dropTomb forgets t, held by putTomb.
 func (w *worker) dropTomb(t *tombstone) {
 	id := t.str(t.id)
-	if k := w.tombKey(id); w.tombs[k] == t {
-		delete(w.tombs, k)
-	} else if w.collided[id] == t {
+	if !w.tombs.drop(w.tombKey(id), t) && w.collided[id] == t {
 		delete(w.collided, id)
 	}
 }

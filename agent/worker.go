@@ -104,7 +104,7 @@ type worker struct {
 	// newest, linked by next, are every ended conversation within its
 	// retention, in the order they ended.
 	convs          map[string]*conversation
-	tombs          map[uint64]*tombstone
+	tombs          tombTable
 	collided       map[string]*tombstone
 	seed           maphash.Seed
 	oldest, newest *tombstone
@@ -142,7 +142,7 @@ type worker struct {
 }
 
 func newWorker(m *Manager) *worker {
-	w := &worker{m: m, wake: make(chan struct{}, 1), exited: make(chan struct{}), convs: map[string]*conversation{}, tombs: map[uint64]*tombstone{}, seed: maphash.MakeSeed()}
+	w := &worker{m: m, wake: make(chan struct{}, 1), exited: make(chan struct{}), convs: map[string]*conversation{}, seed: maphash.MakeSeed()}
 	w.timers.w = w
 	if _, ok := m.o.clock.(realClock); ok {
 		w.wall = &wallClock{}

@@ -1,0 +1,120 @@
+package agent
+
+// tombTable holds a worker's tombstones by their key (tombKey): a hash
+// table of open addressing in tombParts parts, chosen by the key's top
+// bits, each probed linearly from the slot of the key's low bits. A
+// lookup or an insertion reads the slots of one probe, most often one
+// cache line, where a map read a group's control word and then its slot;
+// a part grows on its own, so that growing moves at most a part's
+// tombstones at once. A slot's key is never 0 (tombKey gives 1 for 0).
+type tombTable struct {
+	parts [tombParts]tombPart
+}
+
+// tombParts is the number of parts of a tombTable (a power of two), and
+// tombPartShift the shift that takes a key's top bits to its part.
+const (
+	tombParts     = 64
+	tombPartShift = 58
+)
+
+// tombPart is one part of a tombTable: n of its slots hold a tombstone,
+// at most 3/4 of them (see grow); a part holding none has no slots.
+type tombPart struct {
+	slots []tombSlot
+	n     int
+}
+
+type tombSlot struct {
+	key uint64 // 0 for an empty slot
+	t   *tombstone
+}
+
+func (tt *tombTable) part(k uint64) *tombPart { return &tt.parts[k>>tombPartShift] }
+
+// get returns the tombstone held under k, or nil.
+func (tt *tombTable) get(k uint64) *tombstone {
+	p := tt.part(k)
+	if p.n == 0 {
+		return nil
+	}
+	mask := uint64(len(p.slots) - 1)
+	for i := k & mask; ; i = (i + 1) & mask {
+		switch s := &p.slots[i]; s.key {
+		case k:
+			return s.t
+		case 0:
+			return nil
+		}
+	}
+}
+
+// put returns the place of k's tombstone, taking an empty slot for k,
+// whose tombstone is nil, when k holds none. The place is valid until the
+// next put.
+func (tt *tombTable) put(k uint64) **tombstone {
+	p := tt.part(k)
+	if 4*(p.n+1) > 3*len(p.slots) {
+		p.grow()
+	}
+	mask := uint64(len(p.slots) - 1)
+	for i := k & mask; ; i = (i + 1) & mask {
+		switch s := &p.slots[i]; s.key {
+		case k:
+			return &s.t
+		case 0:
+			s.key = k
+			p.n++
+			return &s.t
+		}
+	}
+}
+
+// grow doubles p's slots (to 8 for the first), moving what it holds.
+func (p *tombPart) grow() {
+	old := p.slots
+	p.slots = make([]tombSlot, max(8, 2*len(old)))
+	mask := uint64(len(p.slots) - 1)
+	for _, s := range old {
+		if s.key == 0 {
+			continue
+		}
+		i := s.key & mask
+		for p.slots[i].key != 0 {
+			i = (i + 1) & mask
+		}
+		p.slots[i] = s
+	}
+}
+
+// drop forgets k's tombstone if it is t, and reports whether it was. The
+// slots after k's in its probe that may take its place move back, so
+// that no probe meets a hole before the slot of its key.
+func (tt *tombTable) drop(k uint64, t *tombstone) bool {
+	p := tt.part(k)
+	if p.n == 0 {
+		return false
+	}
+	mask := uint64(len(p.slots) - 1)
+	i := k & mask
+	for p.slots[i].key != k {
+		if p.slots[i].key == 0 {
+			return false
+		}
+		i = (i + 1) & mask
+	}
+	if p.slots[i].t != t {
+		return false
+	}
+	for j := (i + 1) & mask; p.slots[j].key != 0; j = (j + 1) & mask {
+		// The key at j moves to the hole at i when i is on its probe,
+		// from its own slot home up to j.
+		if home := p.slots[j].key & mask; (j-home)&mask >= (j-i)&mask {
+			p.slots[i] = p.slots[j]
+			i = j
+		}
+	}
+	p.slots[i] = tombSlot{}
+	p.n--
+	return true
+}
