@@ -63,8 +63,10 @@ func WithPolicies(resolve Resolver) CheckOption {
 // parser.Parse gives it for the expression's source, so that a compiler
 // can work from the tree rather than parse the source again. The tree is
 // lent for the call: the check goes on to type it, which may change it,
-// so parsed must neither change nor keep it. An expression whose source
-// and environment repeat another's is parsed once, for the first.
+// so parsed must neither change nor keep it. An expression of the simple
+// shapes the checks type themselves (see ExprTypeOf) is parsed, and
+// lent, each time it appears; any other whose source and environment
+// repeat another's is parsed once, for the first.
 func WithExprTrees(parsed func(e *Expr, tree ast.Node)) CheckOption {
 	return func(o *checkOptions) { o.parsed = parsed }
 }
@@ -95,15 +97,17 @@ func runChecks(p *Policy, opts []CheckOption) *checker {
 // checker holds a policy's lookup tables, built once so every check is
 // linear in the size of the policy.
 type checker struct {
-	p       *Policy
-	opts    checkOptions
-	d       diags
-	roles   map[string]*Role
-	msgs    map[string]*MessageType
-	timers  map[string]*Timer
-	vars    map[string]*Field
-	commits map[string]*Commitment
-	states  map[string]int
+	p      *Policy
+	opts   checkOptions
+	d      diags
+	roles  decls[*Role]
+	msgs   decls[*MessageType]
+	timers decls[*Timer]
+	vars   decls[*Field]
+	states map[string]int
+	// dupStates lists the states whose name an earlier state has, each
+	// with the index of the first, in order.
+	dupStates [][2]int
 	// next[i][j] is the index of the target of transition j of state i, or
 	// -1 when it does not resolve.
 	next    [][]int
@@ -112,9 +116,10 @@ type checker struct {
 	toEnd   []bool
 	// predStart and predList hold each state's predecessors (see preds).
 	predStart, predList []int
-	// varsRead records the variables expressions read (set by the
-	// expressions check, used by the unused check).
-	varsRead  map[string]bool
+	// varsRead records the declared variables expressions read, by
+	// their index in vars (set by the expressions check, used by the
+	// unused check).
+	varsRead  []bool
 	exprCache map[exprKey]*exprResult
 	// exprConfigs holds the compile configuration of each environment
 	// map the expressions check made (by its identity): making one is
@@ -126,8 +131,10 @@ type checker struct {
 	// an expression alone reads.
 	reads   varReads
 	oneRead map[string][]string
-	// results holds what compileExpr found of each expression.
+	// results holds what compileExpr found of each expression it
+	// remembers, scratch what it found of the last it did not.
 	results slab[exprResult]
+	scratch exprResult
 	// parser reads the expressions of the simple shapes.
 	parser exprParser
 	// projections keeps the projection onto each role that talks, made
@@ -138,31 +145,30 @@ type checker struct {
 func newChecker(p *Policy, o checkOptions) *checker {
 	c := &checker{
 		p: p, opts: o,
-		roles:   make(map[string]*Role, len(p.Roles)),
-		msgs:    make(map[string]*MessageType, len(p.Messages)),
-		timers:  make(map[string]*Timer, len(p.Timers)),
-		vars:    make(map[string]*Field, len(p.Vars)),
-		commits: make(map[string]*Commitment, len(p.Commitments)),
 		states:  make(map[string]int, len(p.States)),
 		initial: -1,
 	}
 	for _, r := range p.Roles {
-		putFirst(c.roles, r.Name, r)
+		c.roles.put(r.Name, r)
 	}
 	for _, m := range p.Messages {
-		putFirst(c.msgs, m.Name, m)
+		c.msgs.put(m.Name, m)
 	}
 	for _, t := range p.Timers {
-		putFirst(c.timers, t.Name, t)
+		c.timers.put(t.Name, t)
 	}
 	for _, v := range p.Vars {
-		putFirst(c.vars, v.Name, v)
-	}
-	for _, cm := range p.Commitments {
-		putFirst(c.commits, cm.Name, cm)
+		c.vars.put(v.Name, v)
 	}
 	for i, s := range p.States {
-		putFirst(c.states, s.Name, i)
+		if s.Name == "" {
+			continue
+		}
+		if j, ok := c.states[s.Name]; ok {
+			c.dupStates = append(c.dupStates, [2]int{i, j})
+			continue
+		}
+		c.states[s.Name] = i
 	}
 	c.next = make([][]int, len(p.States))
 	edges := 0
@@ -217,10 +223,61 @@ func (c *checker) predecessors() {
 // of the transitions (a state once for each).
 func (c *checker) preds(j int) []int { return c.predList[c.predStart[j]:c.predStart[j+1]] }
 
-func putFirst[V any](m map[string]V, k string, v V) {
-	if _, ok := m[k]; !ok && k != "" {
-		m[k] = v
+// decls indexes one kind of declaration by name, the first of each
+// name. A policy declares a handful of roles, message types, timers and
+// variables, found by comparing names (faster than hashing them); a
+// longer list is indexed by a map.
+type decls[V any] struct {
+	names []string
+	vals  []V
+	m     map[string]int
+}
+
+// maxScannedDecls is the most declarations decls finds by comparing
+// names rather than through a map.
+const maxScannedDecls = 8
+
+// put adds v under name unless name is empty or taken.
+func (d *decls[V]) put(name string, v V) {
+	if name == "" || d.index(name) >= 0 {
+		return
 	}
+	d.names = append(d.names, name)
+	d.vals = append(d.vals, v)
+	switch {
+	case d.m != nil:
+		d.m[name] = len(d.names) - 1
+	case len(d.names) > maxScannedDecls:
+		d.m = make(map[string]int, 2*len(d.names))
+		for i, n := range d.names {
+			d.m[n] = i
+		}
+	}
+}
+
+// index returns the index of name among the names put, or -1.
+func (d *decls[V]) index(name string) int {
+	if d.m != nil {
+		if i, ok := d.m[name]; ok {
+			return i
+		}
+		return -1
+	}
+	for i, n := range d.names {
+		if n == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// get returns the declaration named name, or the zero V.
+func (d *decls[V]) get(name string) V {
+	if i := d.index(name); i >= 0 {
+		return d.vals[i]
+	}
+	var zero V
+	return zero
 }
 
 func (c *checker) stateIndex(name string) int {

@@ -10,7 +10,7 @@ func checkJoins(c *checker) {
 		if t.Kind != SendMessage {
 			return false
 		}
-		from, to := c.roles[t.From.Name], c.roles[t.To.Name]
+		from, to := c.roles.get(t.From.Name), c.roles.get(t.To.Name)
 		return (from != nil && from.Many) || (to != nil && to.Many)
 	}
 	for i, s := range c.p.States {
@@ -41,7 +41,7 @@ func checkCommitments(c *checker) {
 			c.d.errorf(CodeCommitmentParties, cm.Creditor.Pos, "commitment %s has %s as both debtor and creditor; a commitment binds one role to another", Quote(cm.Name), Quote(cm.Debtor.Name))
 		}
 		author := func(refs []Ref, op string, role Ref, party string) {
-			if c.roles[role.Name] == nil {
+			if c.roles.get(role.Name) == nil {
 				return // no party, or an undeclared one: reported by references
 			}
 			for _, r := range refs {

@@ -42,8 +42,9 @@ func checkDeclarations(c *checker) {
 	kind("timer", declsOf(p.Timers, func(t *Timer) (string, Pos) { return t.Name, t.Pos }))
 	kind("variable", declsOf(p.Vars, func(f *Field) (string, Pos) { return f.Name, f.Pos }))
 	kind("commitment", declsOf(p.Commitments, func(cm *Commitment) (string, Pos) { return cm.Name, cm.Pos }))
-	// The checker has the states by name, the first of each: kindOf's
-	// checks without a map of their own.
+	// The checker has the states by name, the first of each, and the
+	// later ones of a name: kindOf's checks without a map of their own.
+	dups := c.dupStates
 	for i, s := range p.States {
 		if s.Name == "" {
 			continue
@@ -51,8 +52,9 @@ func checkDeclarations(c *checker) {
 		if !ValidName(s.Name) {
 			c.d.errorf(CodeInvalidValue, s.Pos, "state name %s is not a valid name (letters, digits, _ and -, starting with a letter)", Quote(s.Name))
 		}
-		if j := c.states[s.Name]; j != i {
-			c.d.errorf(CodeDuplicate, s.Pos, "state %s is declared twice", Quote(s.Name)).related(p.States[j].Pos, "first declared here")
+		if len(dups) > 0 && dups[0][0] == i {
+			c.d.errorf(CodeDuplicate, s.Pos, "state %s is declared twice", Quote(s.Name)).related(p.States[dups[0][1]].Pos, "first declared here")
+			dups = dups[1:]
 		}
 	}
 	for _, m := range p.Messages {

@@ -20,7 +20,7 @@ import (
 // point at the offending character in the policy file.
 func checkExpressions(c *checker) {
 	p := c.p
-	c.varsRead = map[string]bool{}
+	c.varsRead = make([]bool, len(c.vars.names))
 	varsType := fieldsStruct(p.Vars)
 	// The environments by message type name (the first type of a name
 	// stands for it) and whether vars are readable.
@@ -63,20 +63,36 @@ func checkExpressions(c *checker) {
 	for _, m := range p.Messages {
 		c.checkExpr(m.Match, exprPlace{what: "match rule"}, envFor(m, false), reflect.TypeFor[bool]())
 	}
+	// The environments of transitions, by the index of their message
+	// type, and of those that send none.
+	msgEnvs := make([]map[string]any, len(c.msgs.names))
+	var noMsgEnv map[string]any
 	for _, s := range p.States {
 		c.checkExpr(s.Decide, exprPlace{what: "decide"}, decideEnv, nil)
 		for _, t := range s.Transitions {
-			var m *MessageType
+			if t.Guard == nil && len(t.Set) == 0 {
+				continue
+			}
+			var env map[string]any
 			if t.Kind == SendMessage {
-				if m = c.msgs[t.Message.Name]; m == nil {
+				i := c.msgs.index(t.Message.Name)
+				if i < 0 {
 					continue // unresolved; reported by references
 				}
+				if msgEnvs[i] == nil {
+					msgEnvs[i] = envFor(c.msgs.vals[i], true)
+				}
+				env = msgEnvs[i]
+			} else {
+				if noMsgEnv == nil {
+					noMsgEnv = envFor(nil, true)
+				}
+				env = noMsgEnv
 			}
-			env := envFor(m, true)
 			c.checkExpr(t.Guard, exprPlace{what: "guard"}, env, reflect.TypeFor[bool]())
 			for _, a := range t.Set {
 				var want reflect.Type
-				if v := c.vars[a.Var.Name]; v != nil && v.Type != "" {
+				if v := c.vars.get(a.Var.Name); v != nil && v.Type != "" {
 					want = v.Type.GoType(false)
 				}
 				c.checkExpr(a.Expr, exprPlace{setVar: a.Var.Name}, env, want)
@@ -88,7 +104,8 @@ func checkExpressions(c *checker) {
 var noFieldRE = regexp.MustCompile(`^type .* has no field (\S+)$`)
 
 // exprResult is what parsing and type-checking one expression source in
-// one environment found; policies repeat guards, so results are memoized.
+// one environment found. Policies repeat guards, so the results of the
+// expressions expr's parser reads are memoized.
 type exprResult struct {
 	syntaxErr, limitErr, typeErr error
 	reads                        []string
@@ -104,11 +121,28 @@ type exprKey struct {
 // env.
 func (c *checker) compileExpr(e *Expr, env map[string]any) *exprResult {
 	src := e.Src
+	// A source of the simple shapes is parsed here, to the tree expr's
+	// parser would make of it, and typed here, without expr's checker and
+	// compiler: it compiles, to a program of this type. Doing that again
+	// for a repeated source costs less than remembering it: the result
+	// is c.scratch, valid until the next call.
+	tree, native := c.parser.parse(src)
+	if native {
+		c.scratch = exprResult{}
+		if c.typed(e, &c.scratch, &tree, env) {
+			return &c.scratch
+		}
+	}
+	// Any other goes to expr, which parses it (again, when the tree read
+	// here did not type).
 	key := exprKey{reflect.ValueOf(env).Pointer(), src}
 	if r, ok := c.exprCache[key]; ok {
 		return r
 	}
 	r := c.results.new()
+	if native {
+		r.reads = c.readList(c.scratch.reads)
+	}
 	if c.exprCache == nil {
 		c.exprCache = map[exprKey]*exprResult{}
 	}
@@ -121,16 +155,13 @@ func (c *checker) compileExpr(e *Expr, env map[string]any) *exprResult {
 		config = newExprConfig(env)
 		c.exprConfigs[key.env] = config
 	}
-	// A source of the simple shapes is parsed here, to the tree expr's
-	// parser would make of it, and typed here, without expr's checker and
-	// compiler: it compiles, to a program of this type. Any other goes to
-	// expr, which parses it (again, when the tree read here did not type).
-	tree, native := c.parser.parse(src)
-	if native && c.typed(e, r, &tree, env) {
-		return r
-	}
 	prog, stage, err := compileWith(src, config, func(tree *ast.Node) bool {
-		return !native && c.typed(e, r, tree, env)
+		if native {
+			return false // lent and read above
+		}
+		ok := c.typed(e, r, tree, env)
+		r.reads = c.readList(r.reads)
+		return ok
 	})
 	switch {
 	case err == nil && prog == nil: // typed by ExprTypeOf
@@ -147,8 +178,8 @@ func (c *checker) compileExpr(e *Expr, env map[string]any) *exprResult {
 }
 
 // typed lends e's parsed tree to the caller of the checks, records in
-// r the variables it reads and, when ExprTypeOf types it, its type: it
-// reports whether it did.
+// r the variables it reads (in c.reads, until the next call) and, when
+// ExprTypeOf types it, its type: it reports whether it did.
 func (c *checker) typed(e *Expr, r *exprResult, tree *ast.Node, env map[string]any) bool {
 	if c.opts.parsed != nil {
 		c.opts.parsed(e, *tree)
@@ -157,7 +188,7 @@ func (c *checker) typed(e *Expr, r *exprResult, tree *ast.Node, env map[string]a
 	ast.Walk(tree, &c.reads)
 	slices.Sort(c.reads)
 	c.reads = slices.Compact(c.reads)
-	r.reads = c.readList(c.reads)
+	r.reads = c.reads
 	t, ok := ExprTypeOf(*tree, env)
 	r.got = t
 	return ok
@@ -211,19 +242,24 @@ func (c *checker) checkExpr(e *Expr, place exprPlace, env map[string]any, want r
 		c.d.errorf(CodeLimit, e.Pos, "%s has more than %d syntax nodes (policy.MaxExprNodes); split it into several, or simplify it", place, MaxExprNodes)
 		return
 	case r.typeErr != nil:
-		for _, v := range r.reads {
-			c.varsRead[v] = true
-		}
+		c.markRead(r.reads)
 		c.exprError(CodeExprType, e, place.String(), r.typeErr, env)
 		return
 	}
-	for _, v := range r.reads {
-		c.varsRead[v] = true
-	}
+	c.markRead(r.reads)
 	if want == nil || r.got == nil || r.got.Kind() == reflect.Interface || assignable(r.got, want) {
 		return
 	}
 	c.d.errorf(CodeExprType, e.Pos, "%s is %s, but must be %s", place, article(typeName(r.got)), article(typeName(want)))
+}
+
+// markRead records that an expression reads the variables reads.
+func (c *checker) markRead(reads []string) {
+	for _, v := range reads {
+		if i := c.vars.index(v); i >= 0 {
+			c.varsRead[i] = true
+		}
+	}
 }
 
 // article prefixes a type name with "a" or "an".

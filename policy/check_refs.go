@@ -11,17 +11,17 @@ func checkReferences(c *checker) {
 	var stateNames []string // built on first need: policies can be large
 
 	role := func(r Ref, what string) {
-		if r.Name != "" && c.roles[r.Name] == nil {
+		if r.Name != "" && c.roles.get(r.Name) == nil {
 			c.d.errorf(CodeUndeclaredRole, r.Pos, "%s %s is not a declared role%s", what, Quote(r.Name), didYouMean(r.Name, roleNames))
 		}
 	}
 	msg := func(r Ref) {
-		if r.Name != "" && c.msgs[r.Name] == nil {
+		if r.Name != "" && c.msgs.get(r.Name) == nil {
 			c.d.errorf(CodeUnresolved, r.Pos, "message type %s is not declared%s", Quote(r.Name), didYouMean(r.Name, msgNames))
 		}
 	}
 	timer := func(r Ref) {
-		if r.Name != "" && c.timers[r.Name] == nil {
+		if r.Name != "" && c.timers.get(r.Name) == nil {
 			c.d.errorf(CodeUnresolved, r.Pos, "timer %s is not declared%s", Quote(r.Name), didYouMean(r.Name, timerNames))
 		}
 	}
@@ -69,7 +69,7 @@ func checkReferences(c *checker) {
 				timer(t.Timer)
 			}
 			for _, a := range t.Set {
-				if a.Var.Name != "" && c.vars[a.Var.Name] == nil {
+				if a.Var.Name != "" && c.vars.get(a.Var.Name) == nil {
 					c.d.errorf(CodeUnresolved, a.Var.Pos, "variable %s is not declared (declare it under vars)%s", Quote(a.Var.Name), didYouMean(a.Var.Name, varNames))
 				}
 			}

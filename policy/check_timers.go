@@ -12,71 +12,107 @@ func checkTimers(c *checker) {
 			checkDeadline(c, t)
 		}
 	}
+	var armed, handled nameSet
 	for _, s := range c.p.States {
-		armed := map[string]bool{}
+		armed.reset()
 		for _, r := range s.Arm {
-			armed[r.Name] = true
+			armed.add(r.Name)
 		}
-		handled := map[string]bool{}
+		handled.reset()
 		for _, t := range s.Transitions {
 			if t.Kind != OnTimeout || t.Timer.Name == "" {
 				continue
 			}
-			handled[t.Timer.Name] = true
-			if !armed[t.Timer.Name] && c.timers[t.Timer.Name] != nil {
+			handled.add(t.Timer.Name)
+			if !armed.has(t.Timer.Name) && c.timers.get(t.Timer.Name) != nil {
 				c.d.errorf(CodeTimerNotArmed, t.Timer.Pos, "state %s handles timer %s but does not arm it, so this transition can never be taken; add arm: %s to the state", Quote(s.Name), Quote(t.Timer.Name), clip(t.Timer.Name))
 			}
 		}
 		for _, r := range s.Arm {
-			if r.Name != "" && !handled[r.Name] && c.timers[r.Name] != nil && !s.Join {
+			if r.Name != "" && !handled.has(r.Name) && c.timers.get(r.Name) != nil && !s.Join {
 				c.d.warnf(CodeTimerNotHandled, r.Pos, "state %s arms timer %s but has no on-timeout transition for it, so its expiry does nothing", Quote(s.Name), Quote(r.Name))
 			}
 		}
 	}
 }
 
+// nameSet is a set of the names of one state (the timers it arms or
+// handles): a list searched by comparing names, and a map once it holds
+// more than maxSearchedKeys.
+type nameSet struct {
+	list []string
+	m    map[string]bool
+}
+
+// add adds name to the set.
+func (n *nameSet) add(name string) {
+	switch {
+	case n.m != nil:
+		n.m[name] = true
+	case !slices.Contains(n.list, name):
+		n.list = append(n.list, name)
+		if len(n.list) > maxSearchedKeys {
+			n.m = make(map[string]bool, 2*len(n.list))
+			for _, s := range n.list {
+				n.m[s] = true
+			}
+		}
+	}
+}
+
+// has reports whether name is in the set.
+func (n *nameSet) has(name string) bool {
+	if n.m != nil {
+		return n.m[name]
+	}
+	return slices.Contains(n.list, name)
+}
+
+// reset empties the set.
+func (n *nameSet) reset() { n.list, n.m = n.list[:0], nil }
+
 // checkUnused warns about declarations nothing refers to. It runs after
 // the expression check, which records the variables expressions read.
 func checkUnused(c *checker) {
 	p := c.p
-	usedRoles := map[string]bool{}
-	usedMsgs := map[string]bool{}
-	usedTimers := map[string]bool{}
-	setVars := map[string]bool{}
+	usedRoles := newUsage(&c.roles)
+	usedMsgs := newUsage(&c.msgs)
+	usedTimers := newUsage(&c.timers)
+	setVars := newUsage(&c.vars)
 	for _, t := range p.Timers {
 		if t.Deadline != nil {
-			usedMsgs[t.Deadline.Message] = true
+			usedMsgs.mark(t.Deadline.Message)
 		}
 	}
 	for _, cm := range p.Commitments {
-		usedTimers[cm.Expires.Name] = true
-		usedTimers[cm.Deadline.Name] = true
+		usedTimers.mark(cm.Expires.Name)
+		usedTimers.mark(cm.Deadline.Name)
 	}
 	for _, s := range p.States {
 		for _, r := range s.Arm {
-			usedTimers[r.Name] = true
+			usedTimers.mark(r.Name)
 		}
 		if s.Child != nil {
 			for _, b := range s.Child.Bindings {
-				usedRoles[b.Parent.Name] = true
+				usedRoles.mark(b.Parent.Name)
 			}
 		}
 		for _, t := range s.Transitions {
-			usedRoles[t.From.Name] = true
-			usedRoles[t.To.Name] = true
-			usedMsgs[t.Message.Name] = true
+			usedRoles.mark(t.From.Name)
+			usedRoles.mark(t.To.Name)
+			usedMsgs.mark(t.Message.Name)
 			for _, a := range t.Set {
-				setVars[a.Var.Name] = true
+				setVars.mark(a.Var.Name)
 			}
 		}
 	}
 	for _, r := range p.Roles {
-		if !usedRoles[r.Name] {
+		if !usedRoles.has(r.Name) {
 			c.d.warnf(CodeUnused, r.Pos, "role %s takes part in no transition", Quote(r.Name))
 		}
 	}
 	for _, m := range p.Messages {
-		if !usedMsgs[m.Name] {
+		if !usedMsgs.has(m.Name) {
 			c.d.warnf(CodeUnused, m.Pos, "message type %s is never sent", Quote(m.Name))
 		}
 	}
@@ -90,24 +126,60 @@ func checkUnused(c *checker) {
 		}
 	}
 	for _, t := range p.Timers {
-		if !usedTimers[t.Name] {
+		if !usedTimers.has(t.Name) {
 			c.d.warnf(CodeUnused, t.Pos, "timer %s is never armed", Quote(t.Name))
 		}
 	}
+	varsRead := func(name string) bool {
+		i := c.vars.index(name)
+		return i >= 0 && c.varsRead[i]
+	}
 	for _, v := range p.Vars {
 		switch {
-		case !setVars[v.Name] && !c.varsRead[v.Name]:
+		case !setVars.has(v.Name) && !varsRead(v.Name):
 			c.d.warnf(CodeUnused, v.Pos, "variable %s is never set or read", Quote(v.Name))
-		case !setVars[v.Name]:
+		case !setVars.has(v.Name):
 			c.d.warnf(CodeUnused, v.Pos, "variable %s is read but never set, so it is always empty", Quote(v.Name))
-		case !c.varsRead[v.Name]:
+		case !varsRead(v.Name):
 			c.d.warnf(CodeUnused, v.Pos, "variable %s is set but never read", Quote(v.Name))
 		}
 	}
 }
 
+// usage records which names of one kind of declaration are used, by
+// their index among the declarations, and whether the empty name is
+// (a declaration whose name is missing, and a reference left empty); a
+// name nothing declares is never asked about, and is not kept.
+type usage[V any] struct {
+	d     *decls[V]
+	used  []bool
+	empty bool
+}
+
+func newUsage[V any](d *decls[V]) *usage[V] {
+	return &usage[V]{d: d, used: make([]bool, len(d.names))}
+}
+
+// mark records name as used.
+func (u *usage[V]) mark(name string) {
+	if name == "" {
+		u.empty = true
+	} else if i := u.d.index(name); i >= 0 {
+		u.used[i] = true
+	}
+}
+
+// has reports whether name was marked.
+func (u *usage[V]) has(name string) bool {
+	if name == "" {
+		return u.empty
+	}
+	i := u.d.index(name)
+	return i >= 0 && u.used[i]
+}
+
 func checkDeadline(c *checker, t *Timer) {
-	m := c.msgs[t.Deadline.Message]
+	m := c.msgs.get(t.Deadline.Message)
 	if m == nil {
 		return // reported by references
 	}

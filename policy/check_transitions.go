@@ -20,11 +20,19 @@ func checkDeterminism(c *checker) {
 		kind    TransitionKind
 		a, b, c string
 	}
+	// The first transition of each trigger, key, class and match rule
+	// in a state, reused from state to state.
+	var (
+		unguarded firstSeen[trigger]
+		keys      firstSeen[[2]string]
+		classes   firstSeen[[3]string] // sender, receiver, performative → matchless transition
+		matches   firstSeen[[4]string] // sender, receiver, performative, match source
+	)
 	for _, s := range c.p.States {
-		unguarded := map[trigger]*Transition{}
-		keys := map[[2]string]*Transition{}
-		classes := map[[3]string]*Transition{} // sender, receiver, performative → matchless transition
-		matches := map[[4]string]*Transition{} // sender, receiver, performative, match source
+		unguarded.reset()
+		keys.reset()
+		classes.reset()
+		matches.reset()
 		for _, t := range s.Transitions {
 			var tr trigger
 			switch t.Kind {
@@ -35,47 +43,93 @@ func checkDeterminism(c *checker) {
 			case ChildReturn:
 				tr = trigger{kind: t.Kind, a: t.Outcome}
 			}
-			if first, ok := unguarded[tr]; ok && t.Kind == SendMessage && first.Next.Name != t.Next.Name {
+			if first, ok := unguarded.get(tr); ok && t.Kind == SendMessage && first.Next.Name != t.Next.Name {
 				c.d.errorf(CodeNondeterministic, t.Pos, "state %s has the same message (%s from %s to %s) twice, leading to %s and to %s: the earlier one has no guard and always matches first, so this branch can never be taken; give the earlier one a guard, or send another message here", Quote(s.Name), Quote(t.Message.Name), Quote(t.From.Name), Quote(t.To.Name), Quote(first.Next.Name), Quote(t.Next.Name)).related(first.Pos, "the earlier transition")
 				continue
 			}
-			if first, ok := unguarded[tr]; ok {
+			if first, ok := unguarded.get(tr); ok {
 				c.d.warnf(CodeShadowed, t.Pos, "this %s transition in state %s is never taken: an earlier one with the same %s and no guard always matches first", t.Kind, Quote(s.Name), triggerName(t)).related(first.Pos, "the earlier transition")
 				continue
 			}
 			if t.Guard == nil {
-				unguarded[tr] = t
+				unguarded.put(tr, t)
 			}
 			if t.Kind != SendMessage {
 				continue
 			}
 			k := [2]string{t.From.Name, t.MessageKey()}
-			if first, ok := keys[k]; ok && (first.To.Name != t.To.Name || first.Message.Name != t.Message.Name) {
+			if first, ok := keys.get(k); ok && (first.To.Name != t.To.Name || first.Message.Name != t.Message.Name) {
 				c.d.errorf(CodeNondeterministic, t.Pos, "state %s offers %s two choices named %s (%s to %s and %s to %s); give one a distinct key", Quote(s.Name), Quote(t.From.Name), Quote(t.MessageKey()), Quote(first.Message.Name), Quote(first.To.Name), Quote(t.Message.Name), Quote(t.To.Name)).related(first.Pos, "the other choice")
 			} else if !ok {
-				keys[k] = t
+				keys.put(k, t)
 			}
-			m := c.msgs[t.Message.Name]
+			m := c.msgs.get(t.Message.Name)
 			if m == nil || m.Performative == "" {
 				continue
 			}
 			if m.Match == nil {
 				cls := [3]string{t.From.Name, t.To.Name, m.Performative}
-				if first, ok := classes[cls]; ok && first.Message.Name != t.Message.Name {
+				if first, ok := classes.get(cls); ok && first.Message.Name != t.Message.Name {
 					c.d.errorf(CodeNondeterministic, t.Pos, "in state %s, %s cannot tell %s from %s: both are %s messages from %s and neither has a match rule; add match to one of the message types", Quote(s.Name), Quote(t.To.Name), Quote(first.Message.Name), Quote(t.Message.Name), clip(m.Performative), Quote(t.From.Name)).related(first.Pos, "the other transition").related(m.Pos, "message type %s", Quote(m.Name))
 				} else if !ok {
-					classes[cls] = t
+					classes.put(cls, t)
 				}
 				continue
 			}
 			mk := [4]string{t.From.Name, t.To.Name, m.Performative, m.Match.Src}
-			if first, ok := matches[mk]; ok && first.Message.Name != t.Message.Name {
+			if first, ok := matches.get(mk); ok && first.Message.Name != t.Message.Name {
 				c.d.errorf(CodeNondeterministic, t.Pos, "in state %s, %s cannot tell %s from %s: both are %s messages from %s with the same match rule", Quote(s.Name), Quote(t.To.Name), Quote(first.Message.Name), Quote(t.Message.Name), clip(m.Performative), Quote(t.From.Name)).related(first.Pos, "the other transition")
 			} else if !ok {
-				matches[mk] = t
+				matches.put(mk, t)
 			}
 		}
 	}
+}
+
+// firstSeen maps keys to the first transition put under each, for the
+// handful of transitions of one state: a list searched by comparing
+// keys, and a map once it holds more than maxSearchedKeys.
+type firstSeen[K comparable] struct {
+	keys []K
+	ts   []*Transition
+	m    map[K]*Transition
+}
+
+// get returns the transition put under k.
+func (f *firstSeen[K]) get(k K) (*Transition, bool) {
+	if f.m != nil {
+		t, ok := f.m[k]
+		return t, ok
+	}
+	for i := range f.keys {
+		if f.keys[i] == k {
+			return f.ts[i], true
+		}
+	}
+	return nil, false
+}
+
+// put records t under k, which get does not find.
+func (f *firstSeen[K]) put(k K, t *Transition) {
+	if f.m != nil {
+		f.m[k] = t
+		return
+	}
+	f.keys = append(f.keys, k)
+	f.ts = append(f.ts, t)
+	if len(f.keys) > maxSearchedKeys {
+		f.m = make(map[K]*Transition, 2*len(f.keys))
+		for i, k := range f.keys {
+			f.m[k] = f.ts[i]
+		}
+	}
+}
+
+// reset empties f.
+func (f *firstSeen[K]) reset() {
+	clear(f.keys)
+	clear(f.ts)
+	f.keys, f.ts, f.m = f.keys[:0], f.ts[:0], nil
 }
 
 func triggerName(t *Transition) string {

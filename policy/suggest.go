@@ -1,9 +1,6 @@
 package policy
 
-import (
-	"fmt"
-	"regexp"
-)
+import "fmt"
 
 // Suggest returns the candidate nearest to name by edit distance (a swap
 // of neighbouring letters counting as one edit) when it is near enough to
@@ -68,9 +65,21 @@ func editDistance(a, b string) int {
 	return prev[len(b)]
 }
 
-var namePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
-
 // ValidName reports whether s can name a role, message type, timer,
-// variable, commitment or state: a letter or underscore, then letters,
-// digits, underscores and hyphens.
-func ValidName(s string) bool { return len(s) <= 128 && namePattern.MatchString(s) }
+// variable, commitment or state: at most 128 bytes, a letter or
+// underscore, then letters, digits, underscores and hyphens (all ASCII).
+func ValidName(s string) bool {
+	if s == "" || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		b := s[i]
+		switch {
+		case 'a' <= b && b <= 'z', 'A' <= b && b <= 'Z', b == '_':
+		case i > 0 && ('0' <= b && b <= '9' || b == '-'):
+		default:
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,78 @@
+package policy
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// TestDeclsFindsTheFirstOfEachName checks decls both as a list and,
+// past maxScannedDecls, as a map: the first declaration of a name is
+// the one found, and the empty name is never put.
+func TestDeclsFindsTheFirstOfEachName(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		n    int
+	}{
+		{"a few", 3},
+		{"at the list's limit", maxScannedDecls},
+		{"past it", 3 * maxScannedDecls},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var d decls[int]
+			d.put("", -1)
+			for i := range tc.n {
+				d.put(fmt.Sprint("n", i), i)
+				d.put(fmt.Sprint("n", i/2), 100+i) // a repeat, or a new name taken later
+			}
+			assert.Equal(t, -1, d.index(""))
+			assert.Equal(t, -1, d.index("missing"))
+			assert.Zero(t, d.get("missing"))
+			for i := range tc.n {
+				name := fmt.Sprint("n", i)
+				assert.Equal(t, i, d.get(name), name)
+				assert.Equal(t, name, d.names[d.index(name)])
+			}
+		})
+	}
+}
+
+// TestFirstSeenAndNameSetPastTheirLists checks the per-state lookups of
+// the determinism and timers checks as lists and, once they hold more
+// than maxSearchedKeys, as maps, against a map, and that reset empties
+// them.
+func TestFirstSeenAndNameSetPastTheirLists(t *testing.T) {
+	for _, n := range []int{2, maxSearchedKeys, 3 * maxSearchedKeys} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			var f firstSeen[[2]string]
+			var set nameSet
+			for round := range 2 {
+				want := map[[2]string]*Transition{}
+				for i := range n {
+					k := [2]string{"A", fmt.Sprint("m", i%(n/2+1))}
+					if _, ok := f.get(k); !ok {
+						tr := &Transition{Key: fmt.Sprint(round, i)}
+						f.put(k, tr)
+						want[k] = tr
+					}
+					set.add(k[1])
+				}
+				for k, tr := range want {
+					got, ok := f.get(k)
+					assert.True(t, ok, "%v", k)
+					assert.Same(t, tr, got, "%v", k)
+					assert.True(t, set.has(k[1]), k[1])
+				}
+				_, ok := f.get([2]string{"B", "m0"})
+				assert.False(t, ok)
+				assert.False(t, set.has("missing"))
+				f.reset()
+				set.reset()
+				_, ok = f.get([2]string{"A", "m0"})
+				assert.False(t, ok, "after reset")
+				assert.False(t, set.has("m0"), "after reset")
+			}
+		})
+	}
+}
