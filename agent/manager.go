@@ -410,6 +410,9 @@ func (m *Manager) DeliverAcked(from string, msg *forms.Message, ack func()) erro
 // together.
 func (m *Manager) checkEnvelope(msg *forms.Message) error {
 	l := m.o.limits
+	if envelopeWithin(msg, l) {
+		return nil
+	}
 	total := 0
 	for _, f := range [...]struct {
 		name, v string
@@ -435,6 +438,23 @@ func (m *Manager) checkEnvelope(msg *forms.Message) error {
 		return fmt.Errorf("its envelope is more than %d bytes", l.MaxEnvelope)
 	}
 	return nil
+}
+
+// envelopeWithin reports whether every envelope string of msg is at most
+// l.MaxField bytes long, and all of them at most l.MaxEnvelope together:
+// the check of checkEnvelope, without naming what breaks it.
+func envelopeWithin(msg *forms.Message, l Limits) bool {
+	longest := max(len(msg.Performative), len(msg.Sender), len(msg.ReplyTo), len(msg.ConversationID), len(msg.ReplyWith),
+		len(msg.InReplyTo), len(msg.Protocol), len(msg.Language), len(msg.Encoding), len(msg.Ontology))
+	total := len(msg.Performative) + len(msg.Sender) + len(msg.ReplyTo) + len(msg.ConversationID) + len(msg.ReplyWith) +
+		len(msg.InReplyTo) + len(msg.Protocol) + len(msg.Language) + len(msg.Encoding) + len(msg.Ontology)
+	for _, r := range msg.Receivers {
+		longest = max(longest, len(r))
+		if total += len(r); total > l.MaxEnvelope {
+			return false
+		}
+	}
+	return longest <= l.MaxField && total <= l.MaxEnvelope
 }
 
 // opener returns the program that msg opens a new conversation of, or nil.

@@ -61,7 +61,7 @@ func (b *Bus) Connect(m *Manager) error {
 	if other, ok := b.agents[m.self]; ok && other != m {
 		return fmt.Errorf("agent: bus: another manager is connected as %s", policy.Quote(m.self))
 	}
-	var t Transport = endpoint{bus: b, self: m.self}
+	var t Transport = endpoint{bus: b, self: m.self, stored: m.o.store != nil}
 	if !m.transport.CompareAndSwap(nil, &t) {
 		return fmt.Errorf("agent: bus: %s already has a transport", policy.Quote(m.self))
 	}
@@ -80,10 +80,12 @@ func (b *Bus) Disconnect(agent string) {
 }
 
 // endpoint is one agent's connection to a bus: what it sends leaves under
-// its name.
+// its name. stored says the agent's manager has a store, and so wants
+// its messages acknowledged.
 type endpoint struct {
-	bus  *Bus
-	self string
+	bus    *Bus
+	self   string
+	stored bool
 }
 
 // Send delivers m to every receiver. A message whose Sender is not the
@@ -98,7 +100,10 @@ func (e endpoint) Send(_ context.Context, m *forms.Message) error {
 	b := e.bus
 	b.mu.RLock()
 	defer b.mu.RUnlock()
-	sender := b.agents[e.self]
+	var sender *Manager
+	if e.stored {
+		sender = b.agents[e.self] // acknowledged while connected
+	}
 	for _, r := range m.Receivers {
 		mgr, ok := b.agents[r]
 		if !ok {
@@ -106,7 +111,7 @@ func (e endpoint) Send(_ context.Context, m *forms.Message) error {
 			continue
 		}
 		var ack func()
-		if sender != nil && sender.o.store != nil {
+		if sender != nil {
 			// The receiver acknowledges once it has applied the message
 			// (and committed it, if it has a store of its own).
 			ack = func() { sender.Acknowledge(r, m) }
