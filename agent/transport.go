@@ -100,10 +100,7 @@ func (e endpoint) Send(_ context.Context, m *forms.Message) error {
 	b := e.bus
 	b.mu.RLock()
 	defer b.mu.RUnlock()
-	var sender *Manager
-	if e.stored {
-		sender = b.agents[e.self] // acknowledged while connected
-	}
+	sender := e.acknowledged()
 	for _, r := range m.Receivers {
 		mgr, ok := b.agents[r]
 		if !ok {
@@ -121,6 +118,16 @@ func (e endpoint) Send(_ context.Context, m *forms.Message) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// acknowledged returns the manager that wants the receivers'
+// acknowledgements of what e sends: the sender's, while it is connected,
+// when it has a store; else nil. e.bus.mu is held.
+func (e endpoint) acknowledged() *Manager {
+	if !e.stored {
+		return nil
+	}
+	return e.bus.agents[e.self]
 }
 
 // Settle waits until every manager on the bus is idle: nothing is
