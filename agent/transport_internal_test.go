@@ -33,3 +33,32 @@ func TestBusRefusesASecondManagerUnderOneName(t *testing.T) {
 	require.NoError(t, bus.Connect(a))
 	assert.Error(t, bus.Connect(b))
 }
+
+// TestABusSendAllocatesNothingADeliverDoesNot: sending a message on a
+// bus costs the sender no allocation beyond what delivering it costs
+// (its closure once moved the acknowledging manager to the heap, one
+// allocation a message).
+func TestABusSendAllocatesNothingADeliverDoesNot(t *testing.T) {
+	bus := NewBus()
+	alice, err := NewManager("alice", WithLogger(nil))
+	require.NoError(t, err)
+	defer alice.Close(context.Background())
+	bob, err := NewManager("bob", WithLogger(nil), WithWorkers(1))
+	require.NoError(t, err)
+	defer bob.Close(context.Background())
+	require.NoError(t, bus.Connect(alice))
+	require.NoError(t, bus.Connect(bob))
+	ctx := context.Background()
+	// A message of no conversation, which bob reports and drops.
+	msg := &forms.Message{Performative: "inform", Sender: "alice", Receivers: []string{"bob"}}
+	ep := endpoint{bus: bus, self: "alice"}
+	deliver := testing.AllocsPerRun(200, func() {
+		_ = bob.Deliver("alice", msg)
+		require.NoError(t, bob.Flush(ctx))
+	})
+	send := testing.AllocsPerRun(200, func() {
+		_ = ep.Send(ctx, msg)
+		require.NoError(t, bob.Flush(ctx))
+	})
+	assert.LessOrEqual(t, send, deliver, "allocations of a Send; of a Deliver: %v", deliver)
+}
