@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -52,13 +53,18 @@ func TestABusSendAllocatesNothingADeliverDoesNot(t *testing.T) {
 	// A message of no conversation, which bob reports and drops.
 	msg := &forms.Message{Performative: "inform", Sender: "alice", Receivers: []string{"bob"}}
 	ep := endpoint{bus: bus, self: "alice"}
-	deliver := testing.AllocsPerRun(200, func() {
-		_ = bob.Deliver("alice", msg)
-		require.NoError(t, bob.Flush(ctx))
-	})
-	send := testing.AllocsPerRun(200, func() {
-		_ = ep.Send(ctx, msg)
-		require.NoError(t, bob.Flush(ctx))
-	})
+	// The least of five rounds each: other goroutines' allocations (a
+	// timer's, the race detector's) only add to a round.
+	deliver, send := math.Inf(1), math.Inf(1)
+	for range 5 {
+		deliver = min(deliver, testing.AllocsPerRun(200, func() {
+			_ = bob.Deliver("alice", msg)
+			require.NoError(t, bob.Flush(ctx))
+		}))
+		send = min(send, testing.AllocsPerRun(200, func() {
+			_ = ep.Send(ctx, msg)
+			require.NoError(t, bob.Flush(ctx))
+		}))
+	}
 	assert.LessOrEqual(t, send, deliver, "allocations of a Send; of a Deliver: %v", deliver)
 }
