@@ -71,11 +71,11 @@ func (w *worker) add(c *conversation) { w.convs[c.id] = c }
 // limit.
 func (m *Manager) reserve() bool {
 	for {
-		n := m.total.Load()
+		n := m.total.v.Load()
 		if n >= int64(m.o.limits.MaxConversations) {
 			return false
 		}
-		if m.total.CompareAndSwap(n, n+1) {
+		if m.total.v.CompareAndSwap(n, n+1) {
 			return true
 		}
 	}
@@ -83,7 +83,7 @@ func (m *Manager) reserve() bool {
 
 func (w *worker) remove(id string) {
 	delete(w.convs, id)
-	w.m.total.Add(-1)
+	w.m.total.v.Add(-1)
 }
 
 // peerOpt is the WithPeers option start made last, kept for the next
@@ -129,7 +129,7 @@ func (w *worker) start(id string, req *startReq, now time.Time) error {
 	}
 	h, err := req.prog.NewHandler(id, m.self, opts...)
 	if err != nil {
-		m.total.Add(-1)
+		m.total.v.Add(-1)
 		return err
 	}
 	c := w.newConversation()
@@ -250,7 +250,7 @@ func (w *worker) accept(msg *forms.Message, now time.Time) *conversation {
 	h, err := prog.NewHandler(msg.ConversationID, m.self)
 	if err != nil {
 		m.release(msg.Sender)
-		m.total.Add(-1)
+		m.total.v.Add(-1)
 		w.report(msg, engine.CodeUnknownConversation, err.Error(), now)
 		return nil
 	}
@@ -279,7 +279,7 @@ func (m *Manager) admit(msg *forms.Message) string {
 	m.peersMu.Lock()
 	defer m.peersMu.Unlock()
 	if n := m.opened[msg.Sender]; n >= l.MaxPerPeer {
-		m.total.Add(-1)
+		m.total.v.Add(-1)
 		return fmt.Sprintf("%s from %s would open conversation %s, but %s already has %d open with %s (the limit per peer)",
 			policy.Quote(msg.Performative), policy.Quote(msg.Sender), policy.Quote(msg.ConversationID), policy.Quote(msg.Sender), n, m.self)
 	}
@@ -622,7 +622,7 @@ func (w *worker) startChild(c *conversation, e *engine.LoadCPEvent, now time.Tim
 			}
 		}
 		if h, err = prog.NewHandler(id, m.self, opts...); err != nil {
-			m.total.Add(-1)
+			m.total.v.Add(-1)
 		}
 	}
 	if err != nil {

@@ -135,7 +135,6 @@ func (w *worker) releaseJob(j *decisionJob) {
 // sees it.
 func (j *decisionJob) run() {
 	m := j.w.m
-	defer m.inflight.Add(-1)
 	j.answer, j.err, j.abort = m.runDecision(j.ctx, j.conv, j.ticket, &j.req, j.bound)
 	j.ctx.cancel(context.Canceled)
 	_ = j.w.push(input{kind: inDecided, conv: j.conv, ticket: j.ticket, job: j}, false) // fails only once closed
@@ -279,7 +278,7 @@ func (w *worker) ask() {
 	if len(w.asked) == 0 {
 		return
 	}
-	w.m.inflight.Add(int64(len(w.asked)))
+	w.m.inflight.v.Add(int64(len(w.asked)))
 	w.m.deciders.runAll(w.asked)
 	clear(w.asked)
 	w.asked = w.asked[:0]

@@ -171,7 +171,7 @@ func (w *worker) flush() {
 	r.commitLists, d.commitLists = d.commitLists, r.commitLists
 	d.last = r
 	d.pending++
-	w.m.inflight.Add(1)
+	w.m.inflight.v.Add(1)
 	w.m.commit.submit(r, func(err error) {
 		if err != nil {
 			w.m.o.logger.Error("store commit failed: the messages leave, but a restart may not find what they changed", "agent", w.m.self, "error", err)
@@ -222,7 +222,7 @@ func (w *worker) released() {
 		}
 	}
 	d.pending -= len(done)
-	w.m.inflight.Add(-int64(len(done)))
+	w.m.inflight.v.Add(-int64(len(done)))
 	w.armRetry()
 }
 
@@ -485,7 +485,7 @@ func (w *worker) resume(r *resumeReq, now time.Time) {
 			}
 		}
 		w.add(c)
-		m.total.Add(1) // a restored conversation counts, but is not refused
+		m.total.v.Add(1) // a restored conversation counts, but is not refused
 		byID[c.id] = c
 		added = append(added, c)
 	}

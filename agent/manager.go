@@ -117,12 +117,17 @@ type Manager struct {
 	peersMu sync.Mutex
 	opened  map[string]int
 
-	seed     maphash.Seed
-	workers  []*worker
-	total    atomic.Int64  // conversations held
+	seed    maphash.Seed
+	workers []*worker
+	// total counts the conversations held, inflight the decisions running
+	// and messages waiting to be sent. Both are written from every core,
+	// each on a cache line of its own, so that a write does not take from
+	// the other cores the line of the fields every call reads (closed,
+	// resumed).
+	total    padded[atomic.Int64]
+	inflight padded[atomic.Int64]
 	seq      atomic.Uint64 // outbox entries
 	commit   *committer
-	inflight atomic.Int64 // decisions running and messages waiting to be sent
 	deciders *pool
 	wg       sync.WaitGroup
 	closed   atomic.Bool
@@ -134,6 +139,16 @@ type Manager struct {
 	sweep   ClockTimer
 	sweepM  sync.Mutex
 }
+
+// padded holds v between two cache lines (64 bytes) of padding, so that
+// no other field shares v's line.
+type padded[T any] struct {
+	_ [cacheLine]byte
+	v T
+	_ [cacheLine]byte
+}
+
+const cacheLine = 64
 
 type agreement struct {
 	prog *engine.Program
@@ -185,7 +200,7 @@ func NewManager(self string, opts ...Option) (*Manager, error) {
 	} else {
 		m.resumed.Store(true)
 	}
-	m.deciders = newPool()
+	m.deciders = newPool(&m.inflight.v)
 	for range o.workers {
 		w := newWorker(m)
 		m.workers = append(m.workers, w)
@@ -553,7 +568,7 @@ func (m *Manager) Status(ctx context.Context, conversation string) (Status, erro
 
 // Len returns the number of conversations the manager holds, ended ones
 // within their retention included.
-func (m *Manager) Len() int { return int(m.total.Load()) }
+func (m *Manager) Len() int { return int(m.total.v.Load()) }
 
 // Flush waits until the manager has processed everything delivered to it
 // before the call and, with a store, committed what that changed.
@@ -653,7 +668,7 @@ func (m *Manager) scheduleSweep() {
 // idle reports whether the manager has nothing queued, nothing being
 // decided and nothing waiting to be sent.
 func (m *Manager) idle() bool {
-	if m.inflight.Load() > 0 {
+	if m.inflight.v.Load() > 0 {
 		return false
 	}
 	for _, w := range m.workers {

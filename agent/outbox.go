@@ -94,7 +94,7 @@ func (o *outbox) queueMsg(om outMsg) {
 	o.queue = append(o.queue, om)
 	o.pending.Add(1)
 	o.mu.Unlock()
-	m.inflight.Add(1)
+	m.inflight.v.Add(1)
 	select {
 	case o.wake <- struct{}{}:
 	default:
@@ -128,7 +128,7 @@ func (o *outbox) run() {
 				o.armed = false
 				o.retryParked()
 			}
-			m.inflight.Add(-retrying)
+			m.inflight.v.Add(-retrying)
 			if len(batch) == 0 {
 				if closed {
 					return // the parked messages stay in the store's outbox
@@ -154,7 +154,7 @@ func (o *outbox) run() {
 func (o *outbox) sendOne(om outMsg) {
 	m := o.w.m
 	root, _, _ := strings.Cut(om.conv, "/")
-	defer m.inflight.Add(-1)
+	defer m.inflight.v.Add(-1)
 	if om.keep && len(o.parked[root]) > 0 {
 		o.parked[root] = append(o.parked[root], om)
 		o.nparked.Add(1)
@@ -208,7 +208,7 @@ func (o *outbox) nudge() {
 	if !o.retry {
 		o.retry = true
 		o.retrying = o.nparked.Load()
-		o.w.m.inflight.Add(o.retrying)
+		o.w.m.inflight.v.Add(o.retrying)
 	}
 	o.mu.Unlock()
 	select {

@@ -31,7 +31,10 @@ type task interface{ run() }
 // goroutine, which takes the next. At most maxIdleDeciders wait for
 // work, and they stop when the manager closes.
 type pool struct {
-	mu sync.Mutex
+	// done, when set, counts down the tasks run: a goroutine takes the
+	// tasks it ran from it once it is done with their batch.
+	done *atomic.Int64
+	mu   sync.Mutex
 	// queue holds the batches handed to the free goroutines, at most one
 	// for each: a goroutine leaving the free state takes one if there is
 	// one.
@@ -66,7 +69,9 @@ type batch struct {
 // maxSpareBatches bounds the batches a pool keeps for reuse.
 const maxSpareBatches = 64
 
-func newPool() *pool { return &pool{} }
+// newPool returns a pool that counts the tasks it ran down from done
+// (nil for none).
+func newPool(done *atomic.Int64) *pool { return &pool{done: done} }
 
 // runAll runs ts, in order, on a pooled goroutine, or a new one (see
 // pool). It keeps no reference to ts.
@@ -154,14 +159,20 @@ func (p *pool) take() *batch {
 	return b
 }
 
-// drain runs the tasks of b that no other goroutine took, one at a time.
-func drain(b *batch) {
+// drain runs the tasks of b that no other goroutine took, one at a time,
+// then counts them down from p.done.
+func (p *pool) drain(b *batch) {
+	ran := int64(0)
 	for {
 		i := b.next.Add(1) - 1
 		if i >= int64(len(b.tasks)) {
-			return
+			break
 		}
 		b.tasks[i].run()
+		ran++
+	}
+	if p.done != nil && ran > 0 {
+		p.done.Add(-ran)
 	}
 }
 
@@ -199,7 +210,7 @@ func (p *pool) leave(b *batch) {
 func (p *pool) loop(b *batch) {
 	var wake chan *batch
 	for {
-		drain(b)
+		p.drain(b)
 		p.mu.Lock()
 		p.leave(b)
 		if b = p.take(); b != nil {

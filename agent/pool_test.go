@@ -3,6 +3,7 @@ package agent
 import (
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -58,7 +59,7 @@ func TestAPooledDecisionNeverWaitsForABlockedOne(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			const n = 200
-			p := newPool()
+			p := newPool(nil)
 			release := make(chan struct{})
 			defer p.close()
 			defer close(release)
@@ -111,7 +112,9 @@ func TestATaskOfABatchDoesNotWaitForABlockedOne(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := newPool()
+			var done atomic.Int64
+			done.Store(int64(tt.n))
+			p := newPool(&done)
 			release := make(chan struct{})
 			defer p.close()
 			tasks := make([]*funcTask, tt.n)
@@ -139,6 +142,7 @@ func TestATaskOfABatchDoesNotWaitForABlockedOne(t *testing.T) {
 				defer p.mu.Unlock()
 				return len(p.active) == 0 && len(p.spare) == 1
 			}, 10*time.Second, time.Millisecond, "the batch is done with and kept for reuse")
+			assert.Zero(t, done.Load(), "every task run is counted down")
 		})
 	}
 }
@@ -147,7 +151,7 @@ func TestATaskOfABatchDoesNotWaitForABlockedOne(t *testing.T) {
 // manager closing still runs, on a goroutine of its own, and the idle
 // goroutines stop.
 func TestAPoolRunsTasksAfterClose(t *testing.T) {
-	p := newPool()
+	p := newPool(nil)
 	first := newFuncTask(nil)
 	p.runAll([]task{first})
 	require.True(t, ran(first))

@@ -207,7 +207,7 @@ func (w *worker) sweep(now time.Time) {
 			}
 		} else {
 			w.dropTomb(t)
-			w.m.total.Add(-1)
+			w.m.total.v.Add(-1)
 		}
 		*t = tombstone{} // its slab may live on: hold nothing
 	}

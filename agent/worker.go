@@ -247,7 +247,7 @@ func (w *worker) run() {
 				w.recycle()
 			}
 			if in.kind != inCommitted { // the committer's, not the manager's, input
-				w.processed.Add(1)
+				w.processed.Store(w.processed.Load() + 1) // the worker alone writes it
 			}
 			batch[i] = input{}
 		}
