@@ -26,17 +26,24 @@ import (
 // sessions, that took a timer's transition (a late answer to that wait
 // is reported as late, PE004, which needs the policy's guards), that
 // held a message, or whose handler failed to process an input.
+//
+// Its pointers are few, for the collector to follow: it finds its slab,
+// which holds the text of its strings, from its place in it (idx, see
+// slab), its program by its number among the worker's (prog, see
+// progOf), and it holds when it ended as the time since the worker's
+// epoch (ended), not as a time.Time, whose location is a pointer.
 type tombstone struct {
 	next *tombstone
 	// c is the whole conversation, kept in the worker's convs; nil for a
 	// tombstone in tombs.
-	c *conversation
-	// slab is the slab the tombstone was cut from, which holds the text
-	// of its strings (see tombSlab).
-	slab        *tombSlab
-	prog        *engine.Program
+	c           *conversation
 	lastContent map[string]any
-	endedAt     time.Time
+	ended       time.Duration
+	prog        uint32
+	idx         uint8
+	// aborted says the conversation was aborted; applied, that the
+	// handler applied a message (see lastPerf).
+	aborted, applied bool
 
 	// The conversation's strings, in the slab's text; none for a
 	// conversation kept whole (c has them).
@@ -46,7 +53,6 @@ type tombstone struct {
 	// reply-with, and its content (lastContent) when it had no
 	// reply-with.
 	lastPerf, lastSender, lastInReplyTo, lastReplyWith text
-	aborted, applied                                   bool
 }
 
 // text is a string a tombstone keeps in its slab's text: where it starts
@@ -65,7 +71,7 @@ const maxTombText = 1 << 16
 // again: the text only grows, and a string str returned keeps the array
 // it points into.
 func (t *tombstone) keep(s string) text {
-	sl := t.slab
+	sl := t.slab()
 	off := len(sl.text)
 	sl.text = append(sl.text, s...)
 	return text{off: uint32(off), n: uint32(len(s))}
@@ -76,8 +82,45 @@ func (t *tombstone) str(x text) string {
 	if x.n == 0 {
 		return ""
 	}
-	return unsafe.String(&t.slab.text[x.off], int(x.n))
+	return unsafe.String(&t.slab().text[x.off], int(x.n))
 }
+
+// slab returns the slab t was cut from: t is its tombs[t.idx], and tombs
+// is the slab's first field.
+func (t *tombstone) slab() *tombSlab {
+	return (*tombSlab)(unsafe.Add(unsafe.Pointer(t), -int(t.idx)*int(unsafe.Sizeof(*t))))
+}
+
+// The slab's tombs come first in it (see slab): this fails to compile
+// otherwise.
+var _ [0]struct{} = [unsafe.Offsetof(tombSlab{}.tombs)]struct{}{}
+
+// progOf returns the program of t.
+func (w *worker) progOf(t *tombstone) *engine.Program { return w.progs[t.prog] }
+
+// progNumber returns the number of prog among the worker's programs,
+// giving it the next when it has none: the program the worker numbered
+// last, without a lookup, as conversations mostly run the same one.
+func (w *worker) progNumber(prog *engine.Program) uint32 {
+	if n := w.lastProg; n < uint32(len(w.progs)) && w.progs[n] == prog {
+		return n
+	}
+	n, ok := w.progNumbers[prog]
+	if !ok {
+		if w.progNumbers == nil {
+			w.progNumbers = map[*engine.Program]uint32{}
+		}
+		n = uint32(len(w.progs))
+		w.progs = append(w.progs, prog)
+		w.progNumbers[prog] = n
+	}
+	w.lastProg = n
+	return n
+}
+
+// sinceEpoch returns t as a tombstone holds it: the time since the
+// worker's epoch (monotonic when both have a monotonic reading).
+func (w *worker) sinceEpoch(t time.Time) time.Duration { return t.Sub(w.epoch) }
 
 // keptWhole reports whether c must stay whole after its end (see
 // tombstone and maxTombText).
@@ -96,12 +139,12 @@ func (w *worker) keptWhole(c *conversation) bool {
 // whole, and queues it for the sweep.
 func (w *worker) retire(c *conversation) {
 	t := w.newTombstone()
-	t.endedAt = c.endedAt
+	t.ended = w.sinceEpoch(c.endedAt)
 	if w.keptWhole(c) {
 		t.c = c // its id is c's: it keeps no text
 	} else {
 		h := c.h
-		t.id, t.prog, t.outcome, t.abortReason = t.keep(c.id), h.Program(), t.keep(c.outcome), t.keep(c.abortReason)
+		t.id, t.prog, t.outcome, t.abortReason = t.keep(c.id), w.progNumber(h.Program()), t.keep(c.outcome), t.keep(c.abortReason)
 		t.state, t.aborted = t.keep(h.State("")), h.Aborted()
 		if l := c.last; l != nil {
 			t.applied = true
@@ -157,16 +200,16 @@ func (w *worker) retain(t *tombstone) {
 		w.oldest, w.newest = t, t
 		return
 	}
-	if !t.endedAt.Before(w.newest.endedAt) {
+	if t.ended >= w.newest.ended {
 		w.newest.next, w.newest = t, t
 		return
 	}
-	if t.endedAt.Before(w.oldest.endedAt) {
+	if t.ended < w.oldest.ended {
 		t.next, w.oldest = w.oldest, t
 		return
 	}
 	p := w.oldest
-	for !t.endedAt.Before(p.next.endedAt) {
+	for t.ended >= p.next.ended {
 		p = p.next
 	}
 	t.next, p.next = p.next, t
@@ -184,7 +227,7 @@ func (w *worker) retainEnded(cs []*conversation) {
 	slices.SortStableFunc(ended, func(a, b *conversation) int { return a.endedAt.Compare(b.endedAt) })
 	for _, c := range ended {
 		t := w.newTombstone()
-		t.endedAt, t.c = c.endedAt, c
+		t.ended, t.c = w.sinceEpoch(c.endedAt), c
 		w.retain(t)
 	}
 }
@@ -195,7 +238,8 @@ func (w *worker) sweep(now time.Time) {
 	if w.m.o.retention <= 0 {
 		return
 	}
-	for t := w.oldest; t != nil && now.Sub(t.endedAt) >= w.m.o.retention; t = w.oldest {
+	since := w.sinceEpoch(now)
+	for t := w.oldest; t != nil && since-t.ended >= w.m.o.retention; t = w.oldest {
 		w.oldest, t.next = t.next, nil
 		if w.oldest == nil {
 			w.newest = nil
@@ -287,8 +331,8 @@ func (w *worker) newTombstone() *tombstone {
 		w.slab, w.slabUsed = &tombSlab{text: make([]byte, 0, room)}, 0
 	}
 	t := &w.slab.tombs[w.slabUsed]
+	t.idx = uint8(w.slabUsed)
 	w.slabUsed++
-	t.slab = w.slab
 	return t
 }
 
@@ -299,8 +343,9 @@ func (t *tombstone) result() waitResult {
 	return waitResult{outcome: t.str(t.outcome)}
 }
 
-func (t *tombstone) status() Status {
-	return Status{Conversation: t.str(t.id), Policy: t.prog.Policy().Name, Role: t.prog.Role(), Done: true, Outcome: t.str(t.outcome), States: map[string]string{"": t.str(t.state)}}
+func (w *worker) tombStatus(t *tombstone) Status {
+	prog := w.progOf(t)
+	return Status{Conversation: t.str(t.id), Policy: prog.Policy().Name, Role: prog.Role(), Done: true, Outcome: t.str(t.outcome), States: map[string]string{"": t.str(t.state)}}
 }
 
 // late reports a message for an ended conversation, as its handler
@@ -317,7 +362,7 @@ func (w *worker) late(t *tombstone, msg *forms.Message, now time.Time) {
 	if m.o.observer != nil {
 		w.observeTomb(t, &engine.MessageEvent{At: now, Message: msg}, true)
 	}
-	perf, from := t.perf(msg), policy.Quote(msg.Sender)
+	perf, from := perfName(w.progOf(t), msg), policy.Quote(msg.Sender)
 	var code engine.ErrorCode
 	var reason string
 	switch err := forms.CheckContent(msg.Content, forms.DefaultLimits); {
@@ -367,11 +412,11 @@ func (t *tombstone) isDuplicate(m *forms.Message) bool {
 	return forms.SameContent(m.Content, t.lastContent)
 }
 
-// perf names m's performative for a reason, as the handler does: as it
-// is when the policy has a message type of that performative, else
+// perfName names m's performative for a reason, as prog's handler does:
+// as it is when the policy has a message type of that performative, else
 // quoted and bounded.
-func (t *tombstone) perf(m *forms.Message) string {
-	for _, mt := range t.prog.Policy().Messages {
+func perfName(prog *engine.Program, m *forms.Message) string {
+	for _, mt := range prog.Policy().Messages {
 		if mt.Performative == m.Performative {
 			return m.Performative
 		}
@@ -380,7 +425,8 @@ func (t *tombstone) perf(m *forms.Message) string {
 }
 
 func (w *worker) observeTomb(t *tombstone, ev engine.Event, input bool) {
-	w.m.observe(Observation{Agent: w.m.self, Conversation: t.str(t.id), Policy: t.prog.Policy().Name, Role: t.prog.Role(), Input: input, Event: ev})
+	prog := w.progOf(t)
+	w.m.observe(Observation{Agent: w.m.self, Conversation: t.str(t.id), Policy: prog.Policy().Name, Role: prog.Role(), Input: input, Event: ev})
 }
 
 func (w *worker) tombLog(t *tombstone, level slog.Level, msg string, args ...any) {
@@ -388,6 +434,7 @@ func (w *worker) tombLog(t *tombstone, level slog.Level, msg string, args ...any
 	if !m.o.logger.Enabled(context.Background(), level) {
 		return
 	}
-	attrs := append([]any{"agent", m.self, "conversation", t.str(t.id), "policy", t.prog.Policy().Name, "role", t.prog.Role(), "state", t.str(t.state)}, args...)
+	prog := w.progOf(t)
+	attrs := append([]any{"agent", m.self, "conversation", t.str(t.id), "policy", prog.Policy().Name, "role", prog.Role(), "state", t.str(t.state)}, args...)
 	m.o.logger.Log(context.Background(), level, clipAttr(msg), attrs...)
 }

@@ -45,7 +45,7 @@ func TestATombstonesStringsStayAsKept(t *testing.T) {
 				k.given = k.t.str(k.t.id)
 				all = append(all, k)
 			}
-			require.NotSame(t, all[0].t.slab, all[len(all)-1].t.slab, "the tombstones take more than a slab")
+			require.NotSame(t, all[0].t.slab(), all[len(all)-1].t.slab(), "the tombstones take more than a slab")
 			for i, k := range all {
 				assert.Equal(t, k.id, k.t.str(k.t.id), "tombstone %d's id", i)
 				assert.Equal(t, k.reason, k.t.str(k.t.abortReason), "tombstone %d's abort reason", i)

@@ -111,15 +111,22 @@ type worker struct {
 	// slab is the slab tombstones are cut from, of which slabUsed are
 	// (see tombSlab). retired holds the conversations the current input
 	// replaced by tombstones, and freeConvs those ready for reuse.
-	slab      *tombSlab
-	slabUsed  int
-	retired   []*conversation
-	freeConvs []*conversation
-	processed atomic.Uint64
-	queues    []*engine.Queue
-	timers    timers
-	out       *outbox
-	d         *durable // nil without a store
+	slab     *tombSlab
+	slabUsed int
+	// progs are the programs of the tombstones, by their number (see
+	// progNumber), and progNumbers their numbers; epoch is the time the
+	// tombstones' end times are kept from (see sinceEpoch).
+	progs       []*engine.Program
+	progNumbers map[*engine.Program]uint32
+	lastProg    uint32
+	epoch       time.Time
+	retired     []*conversation
+	freeConvs   []*conversation
+	processed   atomic.Uint64
+	queues      []*engine.Queue
+	timers      timers
+	out         *outbox
+	d           *durable // nil without a store
 	// Reused for the inputs of handlers, which do not keep them, when
 	// there is no observer (which may).
 	answerEv engine.DecisionEvent
@@ -144,6 +151,7 @@ type worker struct {
 func newWorker(m *Manager) *worker {
 	w := &worker{m: m, wake: make(chan struct{}, 1), exited: make(chan struct{}), convs: map[string]*conversation{}, seed: maphash.MakeSeed()}
 	w.timers.w = w
+	w.epoch = m.o.clock.Now()
 	if _, ok := m.o.clock.(realClock); ok {
 		w.wall = &wallClock{}
 	}
@@ -410,7 +418,7 @@ func (w *worker) status(in *input) {
 	c := w.convs[in.conv]
 	if c == nil {
 		if t := w.tomb(in.conv); t != nil {
-			in.extra.status <- statusResult{status: t.status()}
+			in.extra.status <- statusResult{status: w.tombStatus(t)}
 			return
 		}
 		in.extra.status <- statusResult{err: noConversation(in.conv)}
