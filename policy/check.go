@@ -112,8 +112,17 @@ type checker struct {
 	// -1 when it does not resolve.
 	next    [][]int
 	initial int // -1 when unresolved
-	reach   []bool
-	toEnd   []bool
+	// edges holds what the checks read of each transition, in the order
+	// of the states and of their transitions (see edgeOf); resolved says
+	// whether every transition's names are declared, and each
+	// transition only the names of its kind, so that checks can work
+	// from the edges alone.
+	edges    []edge
+	resolved bool
+	// joins says whether some state is a join.
+	joins bool
+	reach []bool
+	toEnd []bool
 	// predStart and predList hold each state's predecessors (see preds).
 	predStart, predList []int
 	// varsRead records the declared variables expressions read, by
@@ -160,7 +169,10 @@ func newChecker(p *Policy, o checkOptions) *checker {
 	for _, v := range p.Vars {
 		c.vars.put(v.Name, v)
 	}
+	edges := 0
 	for i, s := range p.States {
+		edges += len(s.Transitions)
+		c.joins = c.joins || s.Join
 		if s.Name == "" {
 			continue
 		}
@@ -171,17 +183,16 @@ func newChecker(p *Policy, o checkOptions) *checker {
 		c.states[s.Name] = i
 	}
 	c.next = make([][]int, len(p.States))
-	edges := 0
-	for _, s := range p.States {
-		edges += len(s.Transitions)
-	}
 	// One array holds every state's successors.
 	flat := make([]int, edges)
+	c.edges = make([]edge, 0, edges)
+	c.resolved = true
 	for i, s := range p.States {
 		n := len(s.Transitions)
 		c.next[i], flat = flat[:n:n], flat[n:]
 		for j, t := range s.Transitions {
 			c.next[i][j] = c.stateIndex(t.Next.Name)
+			c.edges = append(c.edges, c.edgeOf(t))
 		}
 	}
 	c.initial = c.stateIndex(p.Initial.Name)
@@ -189,6 +200,56 @@ func newChecker(p *Policy, o checkOptions) *checker {
 	c.predecessors()
 	c.toEnd = c.backward()
 	return c
+}
+
+// edge is what most checks read of a transition: a pass over the edges
+// of a large policy reads a few megabytes, rather than every transition.
+type edge struct {
+	// msg, from and to are the indices of a send's message type and
+	// roles among the checker's declarations (-1 for none).
+	msg, from, to int32
+	kind          edgeKind
+	// set says whether the transition assigns variables, exprs whether
+	// it has a guard or an assignment.
+	set, exprs bool
+}
+
+// edgeKind is a transition's kind, as a number.
+type edgeKind uint8
+
+const (
+	edgeOther edgeKind = iota
+	edgeSend
+	edgeTimeout
+	edgeReturn
+)
+
+// edgeOf resolves t's names, clearing c.resolved when one is not
+// declared, or t names what its kind does not have.
+func (c *checker) edgeOf(t *Transition) edge {
+	e := edge{msg: -1, from: -1, to: -1, set: len(t.Set) > 0, exprs: t.Guard != nil || len(t.Set) > 0}
+	switch t.Kind {
+	case SendMessage:
+		e.kind = edgeSend
+		e.msg, e.from, e.to = int32(c.msgs.index(t.Message.Name)), int32(c.roles.index(t.From.Name)), int32(c.roles.index(t.To.Name))
+		if e.msg < 0 || e.from < 0 || e.to < 0 || t.Timer.Name != "" {
+			c.resolved = false
+		}
+		return e
+	case OnTimeout:
+		e.kind = edgeTimeout
+		if c.timers.index(t.Timer.Name) < 0 {
+			c.resolved = false
+		}
+	case ChildReturn:
+		e.kind = edgeReturn
+	default:
+		c.resolved = false
+	}
+	if t.Message.Name != "" || t.From.Name != "" || t.To.Name != "" {
+		c.resolved = false
+	}
+	return e
 }
 
 // predecessors indexes the transitions between declared states by the
@@ -341,10 +402,39 @@ func (c *checker) backward() []bool {
 	return ok
 }
 
+// eachEdge calls fn with each transition's state index, its index in
+// the state, and its edge, in order.
+func (c *checker) eachEdge(fn func(i, j int, e *edge)) {
+	k := 0
+	for i, next := range c.next {
+		for j := range next {
+			fn(i, j, &c.edges[k])
+			k++
+		}
+	}
+}
+
 // sendersOf returns, for each message type, the roles that send it in
 // some transition (deduplicated, in order of first appearance).
 func (c *checker) sendersOf() map[string][]string {
 	out := map[string][]string{}
+	if c.resolved {
+		byMsg := make([][]string, len(c.msgs.names))
+		for _, e := range c.edges {
+			if e.kind != edgeSend {
+				continue
+			}
+			if from := c.roles.names[e.from]; !slices.Contains(byMsg[e.msg], from) {
+				byMsg[e.msg] = append(byMsg[e.msg], from)
+			}
+		}
+		for i, senders := range byMsg {
+			if senders != nil {
+				out[c.msgs.names[i]] = senders
+			}
+		}
+		return out
+	}
 	for _, s := range c.p.States {
 		for _, t := range s.Transitions {
 			if t.Kind == SendMessage && !slices.Contains(out[t.Message.Name], t.From.Name) {

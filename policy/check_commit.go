@@ -5,6 +5,9 @@ import "slices"
 // checkJoins reports join states where no many role takes part: a join
 // gathers the sessions of a many role, so without one it joins nothing.
 func checkJoins(c *checker) {
+	if !c.joins {
+		return
+	}
 	involves := make([]bool, len(c.p.States))
 	many := func(t *Transition) bool {
 		if t.Kind != SendMessage {
@@ -81,13 +84,32 @@ func checkDischarge(c *checker, cm *Commitment) {
 	isDischarge := func(t *Transition) bool {
 		return t.Kind == SendMessage && slices.ContainsFunc(cm.Discharge, func(r Ref) bool { return r.Name == t.Message.Name })
 	}
+	isCreate := func(t *Transition) bool {
+		return t.Kind == SendMessage && slices.ContainsFunc(cm.Create, func(r Ref) bool { return r.Name == t.Message.Name })
+	}
 	can := make([]bool, len(c.p.States))
 	var stack []int
-	for i, s := range c.p.States {
-		for _, t := range s.Transitions {
-			if isDischarge(t) && !can[i] {
-				can[i] = true
-				stack = append(stack, i)
+	seed := func(i int) {
+		if !can[i] {
+			can[i] = true
+			stack = append(stack, i)
+		}
+	}
+	// With every name resolved, a transition's message is its edge's.
+	var discharges, creates []bool
+	if c.resolved {
+		discharges, creates = c.msgFlags(cm.Discharge), c.msgFlags(cm.Create)
+		c.eachEdge(func(i, _ int, e *edge) {
+			if e.kind == edgeSend && discharges[e.msg] {
+				seed(i)
+			}
+		})
+	} else {
+		for i, s := range c.p.States {
+			for _, t := range s.Transitions {
+				if isDischarge(t) {
+					seed(i)
+				}
 			}
 		}
 	}
@@ -101,16 +123,39 @@ func checkDischarge(c *checker, cm *Commitment) {
 			}
 		}
 	}
+	report := func(i, j int) {
+		if k := c.next[i][j]; k >= 0 && !can[k] && c.reach[i] {
+			t := c.p.States[i].Transitions[j]
+			c.d.errorf(CodeNoDischarge, t.Pos, "commitment %s is created by %s here, but no path from state %s sends a discharge message (%s), so it can only end violated", Quote(cm.Name), Quote(t.Message.Name), Quote(t.Next.Name), refList(cm.Discharge)).related(cm.Pos, "commitment %s", Quote(cm.Name))
+		}
+	}
+	if c.resolved {
+		c.eachEdge(func(i, j int, e *edge) {
+			if e.kind == edgeSend && creates[e.msg] {
+				report(i, j)
+			}
+		})
+		return
+	}
 	for i, s := range c.p.States {
 		for j, t := range s.Transitions {
-			if t.Kind != SendMessage || !slices.ContainsFunc(cm.Create, func(r Ref) bool { return r.Name == t.Message.Name }) {
-				continue
-			}
-			if k := c.next[i][j]; k >= 0 && !can[k] && c.reach[i] {
-				c.d.errorf(CodeNoDischarge, t.Pos, "commitment %s is created by %s here, but no path from state %s sends a discharge message (%s), so it can only end violated", Quote(cm.Name), Quote(t.Message.Name), Quote(t.Next.Name), refList(cm.Discharge)).related(cm.Pos, "commitment %s", Quote(cm.Name))
+			if isCreate(t) {
+				report(i, j)
 			}
 		}
 	}
+}
+
+// msgFlags returns, by the index of each message type declared, whether
+// refs names it.
+func (c *checker) msgFlags(refs []Ref) []bool {
+	flags := make([]bool, len(c.msgs.names))
+	for _, r := range refs {
+		if i := c.msgs.index(r.Name); i >= 0 {
+			flags[i] = true
+		}
+	}
+	return flags
 }
 
 func refList(refs []Ref) string {

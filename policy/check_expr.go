@@ -67,12 +67,16 @@ func checkExpressions(c *checker) {
 	// type, and of those that send none.
 	msgEnvs := make([]map[string]any, len(c.msgs.names))
 	var noMsgEnv map[string]any
+	k := 0 // the index of the next transition's edge
 	for _, s := range p.States {
 		c.checkExpr(s.Decide, exprPlace{what: "decide"}, decideEnv, nil)
-		for _, t := range s.Transitions {
-			if t.Guard == nil && len(t.Set) == 0 {
+		edges := c.edges[k : k+len(s.Transitions)]
+		k += len(edges)
+		for j, e := range edges {
+			if !e.exprs {
 				continue
 			}
+			t := s.Transitions[j]
 			var env map[string]any
 			if t.Kind == SendMessage {
 				i := c.msgs.index(t.Message.Name)

@@ -2,9 +2,12 @@ package policy
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestDeclsFindsTheFirstOfEachName checks decls both as a list and,
@@ -75,4 +78,44 @@ func TestFirstSeenAndNameSetPastTheirLists(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestEdgesGiveWhatTheTransitionsGive runs the checks on every policy
+// file of the repository both ways: from the edges, where every name is
+// resolved, and from the transitions alone, as for a policy with an
+// undeclared name. The diagnostics must be the same.
+func TestEdgesGiveWhatTheTransitionsGive(t *testing.T) {
+	var files []string
+	for _, pattern := range []string{"../policies/*", "../testdata/*/*", "../testdata/*/*/*", "../cmd/cpvalidate/testdata/*/*"} {
+		matches, err := filepath.Glob(pattern)
+		require.NoError(t, err)
+		files = append(files, matches...)
+	}
+	resolved := 0
+	for _, file := range files {
+		if _, ok := FormatOf(file); !ok {
+			continue
+		}
+		t.Run(file, func(t *testing.T) {
+			src, err := os.ReadFile(file)
+			require.NoError(t, err)
+			p, _ := Load(file, src)
+			if p == nil {
+				return
+			}
+			fromEdges := runChecks(p, nil)
+			if fromEdges.resolved {
+				resolved++
+			}
+			c := newChecker(p, checkOptions{})
+			c.resolved = false
+			for _, chk := range Checks {
+				chk.run(c)
+			}
+			c.d.list.Sort()
+			assert.Equal(t, c.d.list, fromEdges.d.list)
+			assert.Equal(t, len(c.projections), len(fromEdges.projections))
+		})
+	}
+	assert.Greater(t, resolved, 30, "policies whose names all resolve")
 }

@@ -41,6 +41,7 @@ func checkReferences(c *checker) {
 		timer(cm.Expires)
 		timer(cm.Deadline)
 	}
+	k := 0 // the index of the next transition's edge
 	for i, s := range p.States {
 		for _, r := range s.Arm {
 			timer(r)
@@ -53,7 +54,13 @@ func checkReferences(c *checker) {
 				role(b.Parent, "the role bound to child role "+Quote(b.Child)+",")
 			}
 		}
-		for j, t := range s.Transitions {
+		for j := range c.next[i] {
+			e := &c.edges[k]
+			k++
+			if c.resolved && c.next[i][j] >= 0 && !e.set {
+				continue // its message, roles or timer are declared
+			}
+			t := s.Transitions[j]
 			if c.next[i][j] < 0 && t.Next.Name != "" {
 				if stateNames == nil {
 					stateNames = c.stateNames()

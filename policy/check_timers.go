@@ -97,6 +97,9 @@ func checkUnused(c *checker) {
 				usedRoles.mark(b.Parent.Name)
 			}
 		}
+		if c.resolved {
+			continue // the transitions are read from their edges below
+		}
 		for _, t := range s.Transitions {
 			usedRoles.mark(t.From.Name)
 			usedRoles.mark(t.To.Name)
@@ -105,6 +108,22 @@ func checkUnused(c *checker) {
 				setVars.mark(a.Var.Name)
 			}
 		}
+	}
+	if c.resolved {
+		// A send names declared roles and message type; any other
+		// transition none.
+		c.eachEdge(func(i, j int, e *edge) {
+			if e.kind == edgeSend {
+				usedRoles.used[e.from], usedRoles.used[e.to], usedMsgs.used[e.msg] = true, true, true
+			} else {
+				usedRoles.empty, usedMsgs.empty = true, true
+			}
+			if e.set {
+				for _, a := range c.p.States[i].Transitions[j].Set {
+					setVars.mark(a.Var.Name)
+				}
+			}
+		})
 	}
 	for _, r := range p.Roles {
 		if !usedRoles.has(r.Name) {

@@ -144,10 +144,22 @@ func triggerName(t *Transition) string {
 
 // checkReflexive reports a role sending a message to itself.
 func checkReflexive(c *checker) {
+	report := func(t *Transition) {
+		c.d.errorf(CodeReflexive, t.To.Pos, "role %s sends %s to itself; a message goes from one role to another", Quote(t.From.Name), Quote(t.Message.Name))
+	}
+	if c.resolved {
+		// Two declared names are the same when their indices are.
+		c.eachEdge(func(i, j int, e *edge) {
+			if e.kind == edgeSend && e.from == e.to {
+				report(c.p.States[i].Transitions[j])
+			}
+		})
+		return
+	}
 	for _, s := range c.p.States {
 		for _, t := range s.Transitions {
 			if t.Kind == SendMessage && t.From.Name != "" && t.From.Name == t.To.Name {
-				c.d.errorf(CodeReflexive, t.To.Pos, "role %s sends %s to itself; a message goes from one role to another", Quote(t.From.Name), Quote(t.Message.Name))
+				report(t)
 			}
 		}
 	}

@@ -95,18 +95,30 @@ func checkProjection(c *checker) {
 		return // knowledge of choice is meaningless on a broken graph
 	}
 	talks := map[string]bool{}
-	for _, s := range c.p.States {
-		for _, t := range s.Transitions {
-			if t.Kind != SendMessage {
-				continue
+	if c.resolved {
+		// Every send names two declared roles.
+		for _, e := range c.edges {
+			if e.kind == edgeSend {
+				talks[c.roles.names[e.from]], talks[c.roles.names[e.to]] = true, true
+				if len(talks) == len(c.roles.names) {
+					break
+				}
 			}
-			if t.From.Name == "" || t.To.Name == "" {
-				// The loader reported the missing role; these checks do
-				// not see its diagnostics, and a send with no sender or
-				// receiver would look invisible to every role.
-				return
+		}
+	} else {
+		for _, s := range c.p.States {
+			for _, t := range s.Transitions {
+				if t.Kind != SendMessage {
+					continue
+				}
+				if t.From.Name == "" || t.To.Name == "" {
+					// The loader reported the missing role; these checks do
+					// not see its diagnostics, and a send with no sender or
+					// receiver would look invisible to every role.
+					return
+				}
+				talks[t.From.Name], talks[t.To.Name] = true, true
 			}
-			talks[t.From.Name], talks[t.To.Name] = true, true
 		}
 	}
 	for _, r := range c.p.Roles {
@@ -130,6 +142,9 @@ func checkProjection(c *checker) {
 // is nothing it cannot tell apart, and it has at most as many local
 // states as the policy has states, within the limit).
 func (c *checker) seesAll(role string) bool {
+	if c.resolved {
+		return c.edgesSeenAll(int32(c.roles.index(role)))
+	}
 	for i, s := range c.p.States {
 		if s.Kind == KindTerminal && len(s.Transitions) > 0 {
 			return false
@@ -141,6 +156,49 @@ func (c *checker) seesAll(role string) bool {
 		}
 	}
 	return true
+}
+
+// edgesSeenAll is seesAll from the edges, for the role of index role,
+// when every name is resolved: a send is visible to its two roles, a
+// timeout to the roles that run the timers (see RunsTimers), a child's
+// return to every role.
+func (c *checker) edgesSeenAll(role int32) bool {
+	k := 0
+	for i, s := range c.p.States {
+		edges := c.edges[k : k+len(c.next[i])]
+		k += len(edges)
+		if s.Kind == KindTerminal && len(edges) > 0 {
+			return false
+		}
+		for j, e := range edges {
+			seen := true
+			switch e.kind {
+			case edgeSend:
+				seen = e.from == role || e.to == role
+			case edgeTimeout:
+				seen = runsTimers(edges, role)
+			}
+			if !seen && c.next[i][j] >= 0 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// runsTimers is State.RunsTimers from a state's edges.
+func runsTimers(edges []edge, role int32) bool {
+	messages := false
+	for _, e := range edges {
+		if e.kind != edgeSend {
+			continue
+		}
+		messages = true
+		if e.from == role || e.to == role {
+			return true
+		}
+	}
+	return !messages
 }
 
 type projector struct {
