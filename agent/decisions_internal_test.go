@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -89,7 +90,7 @@ func TestADecisionContextEndsOnceWithItsFirstError(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := &decisionCtx{deadline: time.Unix(1, 0)}
+			c := &decisionCtx{deadline: time.Unix(1, 0).UnixNano()}
 			var done <-chan struct{}
 			if tt.doneFirst {
 				done = c.Done()
@@ -110,6 +111,45 @@ func TestADecisionContextEndsOnceWithItsFirstError(t *testing.T) {
 			deadline, ok := c.Deadline()
 			assert.True(t, ok)
 			assert.Equal(t, time.Unix(1, 0), deadline)
+		})
+	}
+}
+
+// TestADecisionContextsDoneRacingItsEndIsClosed: goroutines asking for
+// the Done channel while the context is ended (by decision logic
+// returning and by the worker at once) all get one that is closed by
+// then, and all of them the same one, whichever comes first.
+func TestADecisionContextsDoneRacingItsEndIsClosed(t *testing.T) {
+	tests := []struct {
+		name   string
+		askers int
+	}{
+		{"one asks", 1},
+		{"eight ask", 8},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for range 200 {
+				c := &decisionCtx{}
+				var wg sync.WaitGroup
+				got := make([]<-chan struct{}, tt.askers)
+				for i := range got {
+					wg.Go(func() { got[i] = c.Done() })
+				}
+				wg.Go(func() { c.cancel(context.Canceled) })
+				wg.Go(func() { c.cancel(context.DeadlineExceeded) })
+				wg.Wait()
+				for i, done := range got {
+					select {
+					case <-done:
+					default:
+						t.Fatalf("asker %d's Done is not closed once the context ended", i)
+					}
+					assert.Equal(t, got[0], done, "asker %d's Done", i)
+				}
+				assert.Equal(t, got[0], c.Done(), "asked again")
+				assert.Error(t, c.Err())
+			}
 		})
 	}
 }
