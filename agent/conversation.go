@@ -576,13 +576,16 @@ func (w *worker) decidedNow(c *conversation, ticket uint64, point string, a deci
 // answer feeds an answer to its conversation.
 func (w *worker) answer(c *conversation, ticket uint64, a decision.Answer, now time.Time) {
 	w.stopDecision(c, ticket)
-	ev := &w.answerEv
 	if w.m.o.observer != nil {
-		ev = new(engine.DecisionEvent) // an observer may keep it
+		w.process(c, &engine.DecisionEvent{At: now, Ticket: ticket, Answer: a}, now) // an observer may keep it
+		return
 	}
-	*ev = engine.DecisionEvent{At: now, Ticket: ticket, Answer: a}
+	// The reused event's Request stays empty: only the fields set here
+	// change, and its answer is dropped once processed.
+	ev := &w.answerEv
+	ev.At, ev.Ticket, ev.Answer = now, ticket, a
 	w.process(c, ev, now)
-	*ev = engine.DecisionEvent{}
+	ev.Answer = decision.Answer{}
 }
 
 // abort ends a conversation the manager cannot carry on.

@@ -181,7 +181,10 @@ func (ts *timers) release(t *timer) {
 	} else {
 		ts.heap.Remove(t.h)
 	}
-	*t = timer{}
+	// What reuse does not set again, and what t refers to: the rest is
+	// set again when it is armed (see newTimer).
+	t.conv, t.job, t.ln, t.prev, t.next = nil, nil, nil, nil, nil
+	t.ev.Name, t.ev.Commitment, t.ev.Session = "", "", ""
 	ts.free = append(ts.free, t)
 }
 
@@ -202,7 +205,9 @@ func (ts *timers) unschedule(c *conversation, i int) {
 	ts.release(t)
 }
 
-// newTimer returns a timer, reusing one unscheduled before.
+// newTimer returns a timer, reusing one unscheduled before: one of
+// conv and ev, or conv and job, is set by the caller, and at, sec, nsec,
+// seq and ln with prev or h by arm.
 func (ts *timers) newTimer() *timer {
 	if n := len(ts.free); n > 0 {
 		t := ts.free[n-1]
