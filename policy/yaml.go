@@ -279,7 +279,7 @@ func (l *yamlLoader) mergePairs(v *yaml.Node, depth int) []yamlPair {
 
 // fields walks a structural mapping whose keys must be among allowed,
 // calling fn for each; unknown keys get a "did you mean" diagnostic.
-func (l *yamlLoader) fields(n *yaml.Node, depth int, what fmt.Stringer, allowed []string, fn func(key string, k, v *yaml.Node)) bool {
+func (l *yamlLoader) fields(n *yaml.Node, depth int, what place, allowed []string, fn func(key string, k, v *yaml.Node)) bool {
 	if n = l.node(n, depth); n == nil {
 		return false
 	}
@@ -299,16 +299,28 @@ func (l *yamlLoader) fields(n *yaml.Node, depth int, what fmt.Stringer, allowed 
 	return true
 }
 
-// plain names a place for a diagnostic ("the policy").
-type plain string
+// place names a place for a diagnostic: a text ("the policy"), or a
+// declaration, kind then quoted name ("state \"s1\""), the name quoted
+// only when a diagnostic is made. A place is passed by value, and made
+// an interface only for a diagnostic: naming the place of each of many
+// states allocates nothing.
+type place struct {
+	kind, name string
+	decl       bool
+}
 
-func (p plain) String() string { return string(p) }
+// plain is the place text.
+func plain(text string) place { return place{kind: text} }
 
-// named names a declaration for a diagnostic, kind then quoted name
-// ("state \"s1\""): the name is quoted only when a diagnostic is made.
-type named struct{ kind, name string }
+// named is the place of declaration name of kind.
+func named(kind, name string) place { return place{kind: kind, name: name, decl: true} }
 
-func (n named) String() string { return n.kind + " " + Quote(n.name) }
+func (p place) String() string {
+	if !p.decl {
+		return p.kind
+	}
+	return p.kind + " " + Quote(p.name)
+}
 
 func contains(list []string, s string) bool {
 	for _, x := range list {
@@ -549,7 +561,7 @@ func (l *yamlLoader) roles(p *Policy, n *yaml.Node) {
 		for _, pr := range l.pairs(n, 1, false) {
 			r := &Role{Name: pr.key, Pos: l.pos(pr.k)}
 			if v := l.node(pr.v, 2); v != nil && !(v.Kind == yaml.ScalarNode && v.Tag == "!!null") {
-				l.fields(v, 2, named{"role", pr.key}, []string{"many", "doc"}, func(key string, _, v *yaml.Node) {
+				l.fields(v, 2, named("role", pr.key), []string{"many", "doc"}, func(key string, _, v *yaml.Node) {
 					switch key {
 					case "many":
 						r.Many = l.boolean(v, 3, "many")
@@ -814,7 +826,7 @@ func (l *yamlLoader) state(s *State, n *yaml.Node) {
 	if n = l.node(n, 2); n == nil {
 		return
 	}
-	what := named{"state", s.Name}
+	what := named("state", s.Name)
 	if n.Kind == yaml.SequenceNode {
 		s.Transitions = l.transitions(n, 2)
 		return
@@ -824,7 +836,8 @@ func (l *yamlLoader) state(s *State, n *yaml.Node) {
 		return
 	}
 	var terminalKey, onKey *yaml.Node
-	var extras []*yaml.Node
+	var extraKeys [8]*yaml.Node // room for every key of stateKeys
+	extras := extraKeys[:0]
 	l.fields(n, 2, what, stateKeys, func(key string, k, v *yaml.Node) {
 		switch key {
 		case "doc":
@@ -904,10 +917,21 @@ func (l *yamlLoader) child(n *yaml.Node) *ChildRef {
 	return c
 }
 
-var transitionKeys = map[TransitionKind][]string{
-	SendMessage: {"send", "from", "to", "next", "key", "guard", "set", "doc"},
-	OnTimeout:   {"timeout", "next", "guard", "set", "doc"},
-	ChildReturn: {"return", "next", "guard", "set", "doc"},
+var (
+	sendKeys    = []string{"send", "from", "to", "next", "key", "guard", "set", "doc"}
+	timeoutKeys = []string{"timeout", "next", "guard", "set", "doc"}
+	returnKeys  = []string{"return", "next", "guard", "set", "doc"}
+)
+
+// transitionKeys returns the keys a transition of kind takes.
+func transitionKeys(kind TransitionKind) []string {
+	switch kind {
+	case SendMessage:
+		return sendKeys
+	case OnTimeout:
+		return timeoutKeys
+	}
+	return returnKeys
 }
 
 var allTransitionKeys = []string{"send", "timeout", "return", "from", "to", "next", "key", "guard", "set", "doc"}
@@ -963,7 +987,7 @@ func (l *yamlLoader) transition(n *yaml.Node, depth int) *Transition {
 		l.d.errorf(CodeInvalidValue, t.Pos, "a transition takes one of send, timeout or return, not %s", strings.Join(given, " and "))
 		return nil
 	}
-	allowed := transitionKeys[t.Kind]
+	allowed := transitionKeys(t.Kind)
 	hasNext, hasFrom, hasTo := false, false, false
 	for _, pr := range pairs {
 		if !contains(allowed, pr.key) {
