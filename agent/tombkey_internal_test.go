@@ -30,13 +30,13 @@ func TestATombstoneWhoseKeyIsTakenIsStillFound(t *testing.T) {
 				return t
 			}
 			a := tombOf("a")
-			*w.tombs.put(w.tombKey("b")) = a
+			*w.tombs.put(w.tombKey("b")) = a.ref()
 			put := map[string]*tombstone{}
 			for _, id := range tt.ids {
 				put[id] = tombOf(id)
 				w.putTomb(put[id])
 			}
-			assert.Same(t, a, w.tombs.get(w.tombKey("b")), "a's tombstone keeps its key")
+			assert.Same(t, a, w.tombAt(w.tombs.get(w.tombKey("b"))), "a's tombstone keeps its key")
 			for id, x := range put {
 				assert.Same(t, x, w.tomb(id), "%s finds its own tombstone", id)
 			}
@@ -45,7 +45,7 @@ func TestATombstoneWhoseKeyIsTakenIsStillFound(t *testing.T) {
 				w.dropTomb(x)
 				assert.Nil(t, w.tomb(id), "%s's tombstone is forgotten", id)
 			}
-			assert.Same(t, a, w.tombs.get(w.tombKey("b")), "a's tombstone is not forgotten with the others")
+			assert.Same(t, a, w.tombAt(w.tombs.get(w.tombKey("b"))), "a's tombstone is not forgotten with the others")
 		})
 	}
 }

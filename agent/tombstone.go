@@ -95,6 +95,19 @@ func (t *tombstone) slab() *tombSlab {
 // otherwise.
 var _ [0]struct{} = [unsafe.Offsetof(tombSlab{}.tombs)]struct{}{}
 
+// ref returns where t is, for tombs.
+func (t *tombstone) ref() tombRef {
+	return tombRef((t.slab().num+1)*tombsPerSlab + uint32(t.idx))
+}
+
+// tombAt returns the tombstone at r, or nil for 0.
+func (w *worker) tombAt(r tombRef) *tombstone {
+	if r == 0 {
+		return nil
+	}
+	return &w.slabs[r/tombsPerSlab-1].tombs[r%tombsPerSlab]
+}
+
 // progOf returns the program of t.
 func (w *worker) progOf(t *tombstone) *engine.Program { return w.progs[t.prog] }
 
@@ -253,6 +266,7 @@ func (w *worker) sweep(now time.Time) {
 			w.dropTomb(t)
 			w.m.total.v.Add(-1)
 		}
+		w.swept(t)
 		*t = tombstone{} // its slab may live on: hold nothing
 	}
 }
@@ -271,7 +285,7 @@ func (w *worker) tombKey(id string) uint64 {
 // leads to another id's tombstone is no match: the tombstone of an id
 // whose key was taken already is in collided.
 func (w *worker) tomb(id string) *tombstone {
-	if t := w.tombs.get(w.tombKey(id)); t != nil && t.str(t.id) == id {
+	if t := w.tombAt(w.tombs.get(w.tombKey(id))); t != nil && t.str(t.id) == id {
 		return t
 	}
 	if len(w.collided) == 0 {
@@ -285,20 +299,20 @@ func (w *worker) tomb(id string) *tombstone {
 func (w *worker) putTomb(t *tombstone) {
 	id := t.str(t.id)
 	place := w.tombs.put(w.tombKey(id))
-	if o := *place; o != nil && o.str(o.id) != id {
+	if o := w.tombAt(*place); o != nil && o.str(o.id) != id {
 		if w.collided == nil {
 			w.collided = map[string]*tombstone{}
 		}
 		w.collided[id] = t
 		return
 	}
-	*place = t
+	*place = t.ref()
 }
 
 // dropTomb forgets t, held by putTomb.
 func (w *worker) dropTomb(t *tombstone) {
 	id := t.str(t.id)
-	if !w.tombs.drop(w.tombKey(id), t) && w.collided[id] == t {
+	if !w.tombs.drop(w.tombKey(id), t.ref()) && w.collided[id] == t {
 		delete(w.collided, id)
 	}
 }
@@ -307,10 +321,15 @@ func (w *worker) dropTomb(t *tombstone) {
 // time, with the text of their strings. They are swept in about the
 // order they were made, so a slab is freed soon after its last tombstone
 // is swept; one allocation, and one object for the collector to mark,
-// stand for 64 ended conversations, and one more for their strings.
+// stand for 64 ended conversations, and one more for their strings. num
+// is its number among the worker's slabs (see worker.slabs), which it
+// holds while live counts tombstones cut from it and not yet swept, or it
+// is the slab the worker cuts from.
 type tombSlab struct {
 	tombs [tombsPerSlab]tombstone
 	text  []byte
+	num   uint32
+	live  int32
 }
 
 const (
@@ -328,12 +347,40 @@ func (w *worker) newTombstone() *tombstone {
 			n := len(w.slab.text)
 			room = min(max(room, n+n/8), maxTombRoom)
 		}
+		if old := w.slab; old != nil && old.live == 0 {
+			w.freeSlab(old)
+		}
 		w.slab, w.slabUsed = &tombSlab{text: make([]byte, 0, room)}, 0
+		if n := len(w.freeSlabs); n > 0 {
+			w.slab.num = w.freeSlabs[n-1]
+			w.freeSlabs = w.freeSlabs[:n-1]
+			w.slabs[w.slab.num] = w.slab
+		} else {
+			w.slab.num = uint32(len(w.slabs))
+			w.slabs = append(w.slabs, w.slab)
+		}
 	}
 	t := &w.slab.tombs[w.slabUsed]
 	t.idx = uint8(w.slabUsed)
 	w.slabUsed++
+	w.slab.live++
 	return t
+}
+
+// swept counts t, swept, out of its slab, which gives its number back
+// once it holds no tombstone left and is not the one the worker cuts
+// from.
+func (w *worker) swept(t *tombstone) {
+	sl := t.slab()
+	if sl.live--; sl.live == 0 && sl != w.slab {
+		w.freeSlab(sl)
+	}
+}
+
+// freeSlab gives sl's number back, for the next slab.
+func (w *worker) freeSlab(sl *tombSlab) {
+	w.slabs[sl.num] = nil
+	w.freeSlabs = append(w.freeSlabs, sl.num)
 }
 
 func (t *tombstone) result() waitResult {

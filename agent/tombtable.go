@@ -7,6 +7,8 @@ package agent
 // cache line, where a map read a group's control word and then its slot;
 // a part grows on its own, so that growing moves at most a part's
 // tombstones at once. A slot's key is never 0 (tombKey gives 1 for 0).
+// A slot holds its tombstone's place (tombRef), not a pointer, so that
+// the collector has nothing to follow in the table.
 type tombTable struct {
 	parts [tombParts]tombPart
 }
@@ -27,32 +29,37 @@ type tombPart struct {
 
 type tombSlot struct {
 	key uint64 // 0 for an empty slot
-	t   *tombstone
+	ref tombRef
 }
+
+// tombRef is where a tombstone is: 1 more than its slab's number (see
+// worker.slabs) times tombsPerSlab plus its place in the slab; 0 for
+// none.
+type tombRef uint32
 
 func (tt *tombTable) part(k uint64) *tombPart { return &tt.parts[k>>tombPartShift] }
 
-// get returns the tombstone held under k, or nil.
-func (tt *tombTable) get(k uint64) *tombstone {
+// get returns the tombstone held under k, or 0.
+func (tt *tombTable) get(k uint64) tombRef {
 	p := tt.part(k)
 	if p.n == 0 {
-		return nil
+		return 0
 	}
 	mask := uint64(len(p.slots) - 1)
 	for i := k & mask; ; i = (i + 1) & mask {
 		switch s := &p.slots[i]; s.key {
 		case k:
-			return s.t
+			return s.ref
 		case 0:
-			return nil
+			return 0
 		}
 	}
 }
 
 // put returns the place of k's tombstone, taking an empty slot for k,
-// whose tombstone is nil, when k holds none. The place is valid until the
+// whose tombstone is 0, when k holds none. The place is valid until the
 // next put.
-func (tt *tombTable) put(k uint64) **tombstone {
+func (tt *tombTable) put(k uint64) *tombRef {
 	p := tt.part(k)
 	if 4*(p.n+1) > 3*len(p.slots) {
 		p.grow()
@@ -61,11 +68,11 @@ func (tt *tombTable) put(k uint64) **tombstone {
 	for i := k & mask; ; i = (i + 1) & mask {
 		switch s := &p.slots[i]; s.key {
 		case k:
-			return &s.t
+			return &s.ref
 		case 0:
 			s.key = k
 			p.n++
-			return &s.t
+			return &s.ref
 		}
 	}
 }
@@ -90,7 +97,7 @@ func (p *tombPart) grow() {
 // drop forgets k's tombstone if it is t, and reports whether it was. The
 // slots after k's in its probe that may take its place move back, so
 // that no probe meets a hole before the slot of its key.
-func (tt *tombTable) drop(k uint64, t *tombstone) bool {
+func (tt *tombTable) drop(k uint64, t tombRef) bool {
 	p := tt.part(k)
 	if p.n == 0 {
 		return false
@@ -103,7 +110,7 @@ func (tt *tombTable) drop(k uint64, t *tombstone) bool {
 		}
 		i = (i + 1) & mask
 	}
-	if p.slots[i].t != t {
+	if p.slots[i].ref != t {
 		return false
 	}
 	for j := (i + 1) & mask; p.slots[j].key != 0; j = (j + 1) & mask {

@@ -1,8 +1,11 @@
 package agent
 
 import (
+	"fmt"
+	"hash/maphash"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -27,10 +30,10 @@ func TestATombTableFindsWhatItHoldsAfterAnyDrops(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r := rand.New(rand.NewPCG(1, 2))
 			var tab tombTable
-			held := map[uint64]*tombstone{}
+			held := map[uint64]tombRef{}
 			check := func(when string) {
 				for k, x := range held {
-					require.Same(t, x, tab.get(k), "%s: key %#x", when, k)
+					require.Equal(t, x, tab.get(k), "%s: key %#x", when, k)
 				}
 				n := 0
 				for i := range tab.parts {
@@ -41,9 +44,9 @@ func TestATombTableFindsWhatItHoldsAfterAnyDrops(t *testing.T) {
 			var order []uint64
 			for i := range 3000 {
 				k := tt.key(r, i)
-				x := &tombstone{}
+				x := tombRef(i + 1)
 				place := tab.put(k)
-				require.Nil(t, *place, "key %#x is new", k)
+				require.Zero(t, *place, "key %#x is new", k)
 				*place = x
 				held[k] = x
 				order = append(order, k)
@@ -52,15 +55,15 @@ func TestATombTableFindsWhatItHoldsAfterAnyDrops(t *testing.T) {
 					d := order[j]
 					order[j] = order[len(order)-1]
 					order = order[:len(order)-1]
-					assert.False(t, tab.drop(d, &tombstone{}), "key %#x holds another tombstone", d)
+					assert.False(t, tab.drop(d, held[d]+1<<20), "key %#x holds another tombstone", d)
 					require.True(t, tab.drop(d, held[d]), "key %#x", d)
 					delete(held, d)
-					assert.Nil(t, tab.get(d), "key %#x is dropped", d)
-					assert.False(t, tab.drop(d, nil), "key %#x is dropped already", d)
+					assert.Zero(t, tab.get(d), "key %#x is dropped", d)
+					assert.False(t, tab.drop(d, 1), "key %#x is dropped already", d)
 				}
 			}
 			check("after the puts")
-			assert.Nil(t, tab.get(1<<63|1<<20|7), "a key never put")
+			assert.Zero(t, tab.get(1<<63|1<<20|7), "a key never put")
 			r.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 			for i, k := range order {
 				require.True(t, tab.drop(k, held[k]), "key %#x", k)
@@ -70,6 +73,63 @@ func TestATombTableFindsWhatItHoldsAfterAnyDrops(t *testing.T) {
 				}
 			}
 			check("after the drops")
+		})
+	}
+}
+
+// TestSweptSlabsGiveTheirNumbersBack: tombs holds a tombstone's place by
+// its slab's number; a slab whose tombstones are all swept gives its
+// number back for a later slab, and every tombstone not swept is still
+// found by its id (none swept is), however the sweeps fall across slabs.
+func TestSweptSlabsGiveTheirNumbersBack(t *testing.T) {
+	tests := []struct {
+		name  string
+		batch int // tombstones made between two sweeps
+		keep  int // tombstones within their retention at each sweep
+	}{
+		{"sweeps within a slab", 10, 5},
+		{"sweeps of whole slabs", tombsPerSlab, tombsPerSlab / 2},
+		{"sweeps of several slabs", 3 * tombsPerSlab, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := &worker{m: &Manager{o: options{retention: time.Minute}}, seed: maphash.MakeSeed(), epoch: time.Unix(0, 0)}
+			var all []string // ids, in the order they ended
+			swept := 0       // all[:swept] are swept
+			at := time.Duration(0)
+			for round := range 20 {
+				for i := range tt.batch {
+					id := fmt.Sprintf("c%d-%d", round, i)
+					tb := w.newTombstone()
+					tb.id, tb.ended = tb.keep(id), at
+					w.putTomb(tb)
+					w.retain(tb)
+					all = append(all, id)
+					at += time.Millisecond
+				}
+				// Sweep all but the last keep.
+				if cut := len(all) - tt.keep; cut > swept {
+					last := w.tomb(all[cut-1])
+					require.NotNil(t, last)
+					w.sweep(w.epoch.Add(last.ended + time.Minute))
+					swept = cut
+				}
+				for i, id := range all {
+					if i < swept {
+						require.Nil(t, w.tomb(id), "round %d: %s is swept", round, id)
+					} else {
+						require.NotNil(t, w.tomb(id), "round %d: %s is kept", round, id)
+					}
+				}
+				live := 0
+				for _, sl := range w.slabs {
+					if sl != nil {
+						live++
+					}
+				}
+				require.Equal(t, len(w.slabs), live+len(w.freeSlabs), "round %d: every number is a slab's or free", round)
+				assert.LessOrEqual(t, live, (tt.keep+tt.batch)/tombsPerSlab+2, "round %d: the slabs swept are gone", round)
+			}
 		})
 	}
 }

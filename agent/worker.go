@@ -109,10 +109,14 @@ type worker struct {
 	seed           maphash.Seed
 	oldest, newest *tombstone
 	// slab is the slab tombstones are cut from, of which slabUsed are
-	// (see tombSlab). retired holds the conversations the current input
-	// replaced by tombstones, and freeConvs those ready for reuse.
+	// (see tombSlab).
 	slab     *tombSlab
 	slabUsed int
+	// slabs are the slabs that tombstones not yet swept were cut from,
+	// and the current one, by number (tombSlab.num); freeSlabs the
+	// numbers of those gone, for the next.
+	slabs     []*tombSlab
+	freeSlabs []uint32
 	// progs are the programs of the tombstones, by their number (see
 	// progNumber), and progNumbers their numbers; epoch is the time the
 	// tombstones' end times are kept from (see sinceEpoch).
@@ -120,13 +124,15 @@ type worker struct {
 	progNumbers map[*engine.Program]uint32
 	lastProg    uint32
 	epoch       time.Time
-	retired     []*conversation
-	freeConvs   []*conversation
-	processed   atomic.Uint64
-	queues      []*engine.Queue
-	timers      timers
-	out         *outbox
-	d           *durable // nil without a store
+	// retired holds the conversations the current input replaced by
+	// tombstones, and freeConvs those ready for reuse.
+	retired   []*conversation
+	freeConvs []*conversation
+	processed atomic.Uint64
+	queues    []*engine.Queue
+	timers    timers
+	out       *outbox
+	d         *durable // nil without a store
 	// Reused for the inputs of handlers, which do not keep them, when
 	// there is no observer (which may).
 	answerEv engine.DecisionEvent
