@@ -35,6 +35,11 @@ type timers struct {
 	ring    *time.Timer
 	ringGen atomic.Uint64
 	free    []*timer
+	// low is no later than the deadline of any timer armed, when lowSet
+	// (see due): arming moves it earlier, and due and fire set it to the
+	// first timer's.
+	low    time.Time
+	lowSet bool
 }
 
 // timerLanes is how many spans have a lane at once; an empty lane is
@@ -122,6 +127,9 @@ func (ts *timers) arm(t *timer, at, now time.Time) {
 		l.last = t
 	} else {
 		t.h = ts.heap.Push(at, t)
+	}
+	if !ts.lowSet || at.Before(ts.low) {
+		ts.low, ts.lowSet = at, true
 	}
 	if ts.first() == t {
 		ts.rearm(now)
@@ -313,16 +321,32 @@ func (ts *timers) fire(gen uint64, now time.Time) {
 		c.whole = true // the handler tells a late answer to this wait (see tombstone)
 		w.process(c, &ev, now)
 	}
+	ts.setLow()
 	ts.rearm(now)
+}
+
+// setLow sets low to the first timer's deadline.
+func (ts *timers) setLow() {
+	if t := ts.first(); t != nil {
+		ts.low, ts.lowSet = t.at, true
+	} else {
+		ts.low, ts.lowSet = time.Time{}, false
+	}
 }
 
 // due fires the timers already due by now, before another input is
 // processed at now: a timer that fell due comes first, as it would
-// have if its alarm had already gone off.
+// have if its alarm had already gone off. It looks for the first timer
+// only once now reaches low: none is due before.
 func (ts *timers) due(now time.Time) {
+	if !ts.lowSet || ts.low.After(now) {
+		return
+	}
 	if t := ts.first(); t != nil && !t.at.After(now) {
 		ts.fire(0, now)
+		return
 	}
+	ts.setLow()
 }
 
 func (ts *timers) stop() {

@@ -23,7 +23,9 @@ type timerArm struct {
 // of their span, or to the heap when their span has no lane or their
 // deadline comes before their lane's last; whichever it is, the worker
 // finds them in the order of their deadlines, and of their arming for
-// equal deadlines, and a cancelled timer is gone from wherever it was.
+// equal deadlines, and a cancelled timer is gone from wherever it was;
+// the bound due looks at (low) is never after the first deadline, and
+// due fires nothing before it.
 func TestTimersFireInDeadlineOrderAcrossLanesAndHeap(t *testing.T) {
 	const s = time.Second
 	at := func(now, span time.Duration) timerArm { return timerArm{now: now, span: span} }
@@ -57,14 +59,22 @@ func TestTimersFireInDeadlineOrderAcrossLanesAndHeap(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			clock := NewFakeClock(start)
 			ts := &timers{w: &worker{m: &Manager{o: options{clock: clock}}, wake: make(chan struct{}, 1)}}
+			// low is never after the first deadline, so that due looks.
+			lowHolds := func(when string, i int) {
+				if f := ts.first(); f != nil {
+					require.True(t, ts.lowSet && !ts.low.After(f.at), "%s %d: low %v, the first deadline %v", when, i, ts.low, f.at)
+				}
+			}
 			armed := make([]*timer, len(tt.arms))
 			for i, a := range tt.arms {
 				armed[i] = ts.newTimer()
 				armed[i].ev.Name = fmt.Sprint(i)
 				ts.arm(armed[i], start.Add(a.now+a.span), start.Add(a.now))
 				require.NotNil(t, ts.first())
+				lowHolds("armed", i)
 				if a.brief {
 					ts.release(armed[i])
+					lowHolds("released", i)
 				}
 			}
 			assert.Equal(t, tt.inHeap, ts.heap.Len(), "timers in the heap")
@@ -84,12 +94,19 @@ func TestTimersFireInDeadlineOrderAcrossLanesAndHeap(t *testing.T) {
 			for i, a := range tt.arms {
 				if a.cancel {
 					ts.release(armed[i])
+					lowHolds("cancelled", i)
 				}
 			}
 			var got []string
 			for x := ts.first(); x != nil; x = ts.first() {
+				// Just before the first deadline nothing is due: due fires
+				// nothing, and moves low up to that deadline.
+				ts.due(x.at.Add(-time.Nanosecond))
+				require.Same(t, x, ts.first(), "nothing fired before its deadline")
+				assert.True(t, ts.low.Equal(x.at), "low %v, the first deadline %v", ts.low, x.at)
 				got = append(got, x.ev.Name)
 				ts.release(x)
+				lowHolds("fired", len(got))
 			}
 			assert.Equal(t, want, got)
 			assert.Zero(t, ts.heap.Len(), "the heap is empty")
