@@ -19,11 +19,21 @@ type Compiled struct {
 	p           *policy.Policy
 	o           compileOptions
 	projections map[string]*policy.Projection
-	exprs       map[*policy.Expr]*decision.Expression
 	decider     decision.Decider
 
-	mu       sync.Mutex
+	mu sync.Mutex
+	// compiled holds each expression compiled, in the order of the
+	// policy; exprs indexes them by expression once a program needs
+	// them (checking a policy never does).
+	compiled []compiledExpr
+	exprs    map[*policy.Expr]*decision.Expression
 	programs map[string]*Program
+}
+
+// compiledExpr is an expression of the policy and its compilation.
+type compiledExpr struct {
+	e *policy.Expr
+	x *decision.Expression
 }
 
 // Check checks p (with the child policies WithPolicies resolves) and
@@ -56,7 +66,7 @@ func Check(p *policy.Policy, opts ...CompileOption) (*Compiled, policy.Diagnosti
 	if ds.HasErrors() {
 		return nil, ds
 	}
-	c := &Compiled{p: p, o: o, projections: a.Projections, exprs: map[*policy.Expr]*decision.Expression{}, programs: map[string]*Program{}}
+	c := &Compiled{p: p, o: o, projections: a.Projections, programs: map[string]*Program{}}
 	decide := map[string]*decision.Expression{}
 	var errs policy.Diagnostics
 	compile := func(e *policy.Expr) *decision.Expression {
@@ -68,7 +78,7 @@ func Check(p *policy.Policy, opts ...CompileOption) (*Compiled, policy.Diagnosti
 			errs = append(errs, exprDiagnostic(e, err))
 			return nil
 		}
-		c.exprs[e] = x
+		c.compiled = append(c.compiled, compiledExpr{e, x})
 		return x
 	}
 	for _, m := range p.Messages {
@@ -156,6 +166,13 @@ func (c *Compiled) Program(role string) (*Program, error) {
 		if proj, ds = policy.Project(c.p, role); ds.HasErrors() {
 			return nil, ds.Err()
 		}
+	}
+	if c.exprs == nil {
+		c.exprs = make(map[*policy.Expr]*decision.Expression, len(c.compiled))
+		for _, ce := range c.compiled {
+			c.exprs[ce.e] = ce.x
+		}
+		c.compiled = nil
 	}
 	pr, err := build(c.p, role, proj, &c.o, c.exprs)
 	if err != nil {

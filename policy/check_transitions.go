@@ -125,12 +125,9 @@ func (f *firstSeen[K]) put(k K, t *Transition) {
 	}
 }
 
-// reset empties f.
-func (f *firstSeen[K]) reset() {
-	clear(f.keys)
-	clear(f.ts)
-	f.keys, f.ts, f.m = f.keys[:0], f.ts[:0], nil
-}
+// reset empties f. What the lists held stays in their arrays, to be
+// written over: it is the policy's, alive as long as the checks run.
+func (f *firstSeen[K]) reset() { f.keys, f.ts, f.m = f.keys[:0], f.ts[:0], nil }
 
 func triggerName(t *Transition) string {
 	switch t.Kind {
