@@ -131,7 +131,9 @@ func (ts *timers) arm(t *timer, at, now time.Time) {
 	if !ts.lowSet || at.Before(ts.low) {
 		ts.low, ts.lowSet = at, true
 	}
-	if ts.first() == t {
+	// A timer put after others in its lane is not the first: only one
+	// that starts a lane, or went to the heap, may need the alarm set.
+	if (t.ln == nil || t.prev == nil) && ts.first() == t {
 		ts.rearm(now)
 	}
 }
