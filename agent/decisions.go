@@ -63,14 +63,7 @@ const maxFreeJobs = 64
 // content is shared, and read-only. The job is one w released, if any
 // (releaseJob cleared it), and its context a fresh one from w's slabs.
 func newDecisionJob(w *worker, c *conversation, ticket uint64, req *decision.Request, deadline time.Time) *decisionJob {
-	var j *decisionJob
-	if n := len(w.freeJobs); n > 0 {
-		j = w.freeJobs[n-1]
-		w.freeJobs[n-1] = nil
-		w.freeJobs = w.freeJobs[:n-1]
-	} else {
-		j = new(decisionJob)
-	}
+	j := reuse(&w.freeJobs)
 	j.ctx = nextInSlab(&w.ctxs)
 	j.w, j.c, j.conv, j.ticket, j.req = w, c, c.id, ticket, *req
 	j.ctx.deadline = deadline.UnixNano()

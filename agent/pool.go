@@ -80,14 +80,7 @@ func (p *pool) runAll(ts []task) {
 		return
 	}
 	p.mu.Lock()
-	var b *batch
-	if n := len(p.spare); n > 0 {
-		b = p.spare[n-1]
-		p.spare[n-1] = nil
-		p.spare = p.spare[:n-1]
-	} else {
-		b = &batch{}
-	}
+	b := reuse(&p.spare)
 	b.tasks = append(b.tasks, ts...)
 	b.runners, b.seen = 1, -1
 	if len(ts) > 1 {
@@ -145,6 +138,20 @@ func (p *pool) check() {
 		b.seen = n
 	}
 	p.arm()
+}
+
+// reuse returns the last of *free, taken off it, or a new T when *free
+// is empty.
+func reuse[T any](free *[]*T) *T {
+	s := *free
+	n := len(s)
+	if n == 0 {
+		return new(T)
+	}
+	x := s[n-1]
+	s[n-1] = nil
+	*free = s[:n-1]
+	return x
 }
 
 // take returns the oldest batch queued, or nil; p.mu is held.
