@@ -191,7 +191,7 @@ func newChecker(p *Policy, o checkOptions) *checker {
 		n := len(s.Transitions)
 		c.next[i], flat = flat[:n:n], flat[n:]
 		for j, t := range s.Transitions {
-			c.next[i][j] = c.stateIndex(t.Next.Name)
+			c.next[i][j] = c.stateAfter(i, t.Next.Name)
 			c.edges = append(c.edges, c.edgeOf(t))
 		}
 	}
@@ -339,6 +339,16 @@ func (d *decls[V]) get(name string) V {
 	}
 	var zero V
 	return zero
+}
+
+// stateAfter is stateIndex for a transition of state i, trying first
+// the state after i, where a transition of a protocol written in order
+// most often leads, before the index of every state.
+func (c *checker) stateAfter(i int, name string) int {
+	if i+1 < len(c.p.States) && len(c.dupStates) == 0 && name != "" && c.p.States[i+1].Name == name {
+		return i + 1
+	}
+	return c.stateIndex(name)
 }
 
 func (c *checker) stateIndex(name string) int {

@@ -119,3 +119,27 @@ func TestEdgesGiveWhatTheTransitionsGive(t *testing.T) {
 	}
 	assert.Greater(t, resolved, 30, "policies whose names all resolve")
 }
+
+// TestNextStateIsTheFirstOfItsName checks that a transition naming the
+// state after its own resolves, like any other, to the first state of
+// that name.
+func TestNextStateIsTheFirstOfItsName(t *testing.T) {
+	to := func(name string) []*Transition {
+		return []*Transition{{Kind: OnTimeout, Timer: Ref{Name: "t"}, Next: Ref{Name: name}}}
+	}
+	for _, tc := range []struct {
+		name   string
+		states []*State
+		want   [][]int
+	}{
+		{"in order", []*State{{Name: "a", Transitions: to("b")}, {Name: "b", Transitions: to("c")}, {Name: "c"}}, [][]int{{1}, {2}, {}}},
+		{"the state after repeats a name", []*State{{Name: "x"}, {Name: "a", Transitions: to("x")}, {Name: "x", Transitions: to("a")}}, [][]int{{}, {0}, {1}}},
+		{"an empty name", []*State{{Name: "a", Transitions: to("")}, {Name: ""}}, [][]int{{-1}, {}}},
+		{"undeclared", []*State{{Name: "a", Transitions: to("z")}, {Name: "b"}}, [][]int{{-1}, {}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newChecker(&Policy{States: tc.states}, checkOptions{})
+			assert.Equal(t, tc.want, c.next)
+		})
+	}
+}
