@@ -6,9 +6,10 @@ package agent
 // lookup or an insertion reads the slots of one probe, most often one
 // cache line, where a map read a group's control word and then its slot;
 // a part grows on its own, so that growing moves at most a part's
-// tombstones at once. A slot's key is never 0 (tombKey gives 1 for 0).
-// A slot holds its tombstone's place (tombRef), not a pointer, so that
-// the collector has nothing to follow in the table.
+// tombstones at once. A slot holds the key's low 32 bits (slotKey) and
+// its tombstone's place (tombRef), not a pointer: 8 bytes, with nothing
+// for the collector to follow. Two keys alike in their part and low bits
+// are one key to the table; the worker tells their ids apart (see tomb).
 type tombTable struct {
 	parts [tombParts]tombPart
 }
@@ -28,8 +29,16 @@ type tombPart struct {
 }
 
 type tombSlot struct {
-	key uint64 // 0 for an empty slot
+	key uint32 // slotKey's, 0 for an empty slot
 	ref tombRef
+}
+
+// slotKey returns what a slot holds of k: its low 32 bits, 1 for 0.
+func slotKey(k uint64) uint32 {
+	if x := uint32(k); x != 0 {
+		return x
+	}
+	return 1
 }
 
 // tombRef is where a tombstone is: 1 more than its slab's number (see
@@ -45,10 +54,10 @@ func (tt *tombTable) get(k uint64) tombRef {
 	if p.n == 0 {
 		return 0
 	}
-	mask := uint64(len(p.slots) - 1)
-	for i := k & mask; ; i = (i + 1) & mask {
+	sk, mask := slotKey(k), uint32(len(p.slots)-1)
+	for i := sk & mask; ; i = (i + 1) & mask {
 		switch s := &p.slots[i]; s.key {
-		case k:
+		case sk:
 			return s.ref
 		case 0:
 			return 0
@@ -64,13 +73,13 @@ func (tt *tombTable) put(k uint64) *tombRef {
 	if 4*(p.n+1) > 3*len(p.slots) {
 		p.grow()
 	}
-	mask := uint64(len(p.slots) - 1)
-	for i := k & mask; ; i = (i + 1) & mask {
+	sk, mask := slotKey(k), uint32(len(p.slots)-1)
+	for i := sk & mask; ; i = (i + 1) & mask {
 		switch s := &p.slots[i]; s.key {
-		case k:
+		case sk:
 			return &s.ref
 		case 0:
-			s.key = k
+			s.key = sk
 			p.n++
 			return &s.ref
 		}
@@ -81,7 +90,7 @@ func (tt *tombTable) put(k uint64) *tombRef {
 func (p *tombPart) grow() {
 	old := p.slots
 	p.slots = make([]tombSlot, max(8, 2*len(old)))
-	mask := uint64(len(p.slots) - 1)
+	mask := uint32(len(p.slots) - 1)
 	for _, s := range old {
 		if s.key == 0 {
 			continue
@@ -102,9 +111,9 @@ func (tt *tombTable) drop(k uint64, t tombRef) bool {
 	if p.n == 0 {
 		return false
 	}
-	mask := uint64(len(p.slots) - 1)
-	i := k & mask
-	for p.slots[i].key != k {
+	sk, mask := slotKey(k), uint32(len(p.slots)-1)
+	i := sk & mask
+	for p.slots[i].key != sk {
 		if p.slots[i].key == 0 {
 			return false
 		}
