@@ -99,8 +99,9 @@ type worker struct {
 	// convs holds the worker's conversations by id, live ones and those
 	// ended and kept whole; tombs the tombstones of the others, by
 	// tombKey (see tomb), and collided those whose key another id's
-	// tombstone holds (nil until one does; a 64-bit key under a random
-	// seed collides about never). oldest to
+	// tombstone holds (nil until one does: tombs tells keys apart by 38
+	// of their bits, under a random seed, so that a put finds its key
+	// taken once in 2^38 / n, for n tombstones held). oldest to
 	// newest, linked by next, are every ended conversation within its
 	// retention, in the order they ended.
 	convs          map[string]*conversation
