@@ -49,3 +49,24 @@ func TestATombstoneWhoseKeyIsTakenIsStillFound(t *testing.T) {
 		})
 	}
 }
+
+// TestATombstoneBeyondWhatATombRefNamesIsStillFound: a tombstone of a
+// slab numbered beyond what a tombRef can name is held by its id in
+// collided, found, and forgotten, beside one tombs holds.
+func TestATombstoneBeyondWhatATombRefNamesIsStillFound(t *testing.T) {
+	w := &worker{seed: maphash.MakeSeed()}
+	near := w.newTombstone()
+	near.id = near.keep("near")
+	w.putTomb(near)
+	w.slab = nil // the next tombstone starts a slab, numbered beyond
+	far := w.newTombstone()
+	far.slab().num = maxRefSlabs
+	far.id = far.keep("far")
+	w.putTomb(far)
+	assert.Same(t, far, w.collided["far"], "held by its id")
+	assert.Same(t, far, w.tomb("far"))
+	assert.Same(t, near, w.tomb("near"))
+	w.dropTomb(far)
+	assert.Nil(t, w.tomb("far"), "forgotten")
+	assert.Same(t, near, w.tomb("near"), "the other is not forgotten with it")
+}

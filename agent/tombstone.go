@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"log/slog"
+	"math"
 	"slices"
 	"time"
 	"unsafe"
@@ -95,7 +96,7 @@ func (t *tombstone) slab() *tombSlab {
 // otherwise.
 var _ [0]struct{} = [unsafe.Offsetof(tombSlab{}.tombs)]struct{}{}
 
-// ref returns where t is, for tombs.
+// ref returns where t is, for tombs; t is referable.
 func (t *tombstone) ref() tombRef {
 	return tombRef((t.slab().num+1)*tombsPerSlab + uint32(t.idx))
 }
@@ -298,24 +299,44 @@ func (w *worker) tomb(id string) *tombstone {
 // another id's.
 func (w *worker) putTomb(t *tombstone) {
 	id := t.str(t.id)
+	if !t.referable() {
+		w.collide(id, t)
+		return
+	}
 	place := w.tombs.put(w.tombKey(id))
 	if o := w.tombAt(*place); o != nil && o.str(o.id) != id {
-		if w.collided == nil {
-			w.collided = map[string]*tombstone{}
-		}
-		w.collided[id] = t
+		w.collide(id, t)
 		return
 	}
 	*place = t.ref()
 }
 
+// collide holds t, of id, in collided.
+func (w *worker) collide(id string, t *tombstone) {
+	if w.collided == nil {
+		w.collided = map[string]*tombstone{}
+	}
+	w.collided[id] = t
+}
+
 // dropTomb forgets t, held by putTomb.
 func (w *worker) dropTomb(t *tombstone) {
 	id := t.str(t.id)
-	if !w.tombs.drop(w.tombKey(id), t.ref()) && w.collided[id] == t {
+	if t.referable() && w.tombs.drop(w.tombKey(id), t.ref()) {
+		return
+	}
+	if w.collided[id] == t {
 		delete(w.collided, id)
 	}
 }
+
+// maxRefSlabs is how many slabs a tombRef can name: the tombstones of a
+// slab numbered beyond (a worker holding some 2^32 of them) are held in
+// collided.
+const maxRefSlabs = math.MaxUint32/tombsPerSlab - 1
+
+// referable reports whether a tombRef can name t.
+func (t *tombstone) referable() bool { return t.slab().num < maxRefSlabs }
 
 // tombSlab is what a worker cuts tombstones from, tombsPerSlab at a
 // time, with the text of their strings. They are swept in about the
