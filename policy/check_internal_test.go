@@ -143,3 +143,15 @@ func TestNextStateIsTheFirstOfItsName(t *testing.T) {
 		})
 	}
 }
+
+// TestKeyAppliesIsTransitionKeys holds keyApplies to the lists of keys
+// each kind of transition takes.
+func TestKeyAppliesIsTransitionKeys(t *testing.T) {
+	for _, kind := range []TransitionKind{SendMessage, OnTimeout, ChildReturn} {
+		t.Run(string(kind), func(t *testing.T) {
+			for _, key := range append(allTransitionKeys, "", "nxt", "Send") {
+				assert.Equal(t, contains(transitionKeys(kind), key), keyApplies(kind, key), key)
+			}
+		})
+	}
+}

@@ -186,12 +186,11 @@ func (l *yamlLoader) tempPairs(n *yaml.Node, depth int) (pairs []yamlPair, mark 
 	return l.pairsInto(l.pairBuf[mark:mark:mark+need], n, depth, true), mark
 }
 
-// dropPairs gives back the scratch space of tempPairs from mark on,
-// dropping its references to the nodes.
-func (l *yamlLoader) dropPairs(mark int) {
-	clear(l.pairBuf[mark:])
-	l.pairBuf = l.pairBuf[:mark]
-}
+// dropPairs gives back the scratch space of tempPairs from mark on. Its
+// references to the nodes stay until the next pairs are written over
+// them: they hold at most the mappings of the last transition read, and
+// clearing them at every transition costs more than that holds.
+func (l *yamlLoader) dropPairs(mark int) { l.pairBuf = l.pairBuf[:mark] }
 
 // pairsInto is pairs, appending to out (empty).
 func (l *yamlLoader) pairsInto(out []yamlPair, n *yaml.Node, depth int, structural bool) []yamlPair {
@@ -923,6 +922,22 @@ var (
 	returnKeys  = []string{"return", "next", "guard", "set", "doc"}
 )
 
+// keyApplies reports whether a transition of kind takes key: whether
+// key is among transitionKeys(kind).
+func keyApplies(kind TransitionKind, key string) bool {
+	switch key {
+	case "next", "guard", "set", "doc":
+		return true
+	case "send", "from", "to", "key":
+		return kind == SendMessage
+	case "timeout":
+		return kind == OnTimeout
+	case "return":
+		return kind == ChildReturn
+	}
+	return false
+}
+
 // transitionKeys returns the keys a transition of kind takes.
 func transitionKeys(kind TransitionKind) []string {
 	switch kind {
@@ -987,10 +1002,10 @@ func (l *yamlLoader) transition(n *yaml.Node, depth int) *Transition {
 		l.d.errorf(CodeInvalidValue, t.Pos, "a transition takes one of send, timeout or return, not %s", strings.Join(given, " and "))
 		return nil
 	}
-	allowed := transitionKeys(t.Kind)
 	hasNext, hasFrom, hasTo := false, false, false
 	for _, pr := range pairs {
-		if !contains(allowed, pr.key) {
+		if !keyApplies(t.Kind, pr.key) {
+			allowed := transitionKeys(t.Kind)
 			if contains(allTransitionKeys, pr.key) {
 				an := "a"
 				if t.Kind == OnTimeout {
