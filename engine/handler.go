@@ -43,9 +43,9 @@ func WithContent(data map[string]any) HandlerOption {
 }
 
 // WithPeers binds agents to a role. For the many role this handler keeps
-// sessions for, each agent gets a session; for any other role, one agent
-// plays it. Roles left unbound are bound to the first agent that sends or
-// receives that role's messages.
+// sessions for, each agent gets a session (at most MaxSessions); for any
+// other role, one agent plays it. Roles left unbound are bound to the
+// first agent that sends or receives that role's messages.
 func WithPeers(role string, agents ...string) HandlerOption {
 	return func(c *handlerConfig) {
 		h := c.h
@@ -60,10 +60,12 @@ func WithPeers(role string, agents ...string) HandlerOption {
 			return
 		}
 		if idx == h.prog.manyRole {
-			h.sessions = slices.Grow(h.sessions, len(agents))
-			if h.many.bySender == nil {
-				h.many.bySender = make(map[string]int, len(agents))
+			if len(agents) > MaxSessions-len(h.sessions) {
+				c.err = fmt.Errorf("engine: WithPeers: %d agents for role %s, more than the %d sessions a handler keeps", len(agents), policy.Quote(role), MaxSessions)
+				return
 			}
+			h.sessions = slices.Grow(h.sessions, len(agents))
+			h.many.peers.reserve(h.sessions, len(h.sessions)+len(agents))
 			for _, a := range agents {
 				h.addSession(a)
 			}
@@ -160,7 +162,7 @@ type commitInst struct {
 // role needs besides: sessions by peer, how many are at a join, and the
 // pending group (opening broadcast) and join decisions.
 type manyState struct {
-	bySender    map[string]int
+	peers       peerIndex
 	atJoin      int32
 	groupTicket uint64
 	joinTicket  uint64
@@ -230,17 +232,19 @@ func newSession(peer string) session {
 	return session{peer: peer, state: -1, timedOutFrom: -1}
 }
 
-func (h *Handler) addSession(peer string) int {
-	if h.many.bySender == nil {
-		h.many.bySender = map[string]int{}
+// addSession returns the index of the session with peer, which it adds
+// if there is none; false when there is none and MaxSessions are kept.
+func (h *Handler) addSession(peer string) (int, bool) {
+	if i, ok := h.many.peers.find(h.sessions, peer); ok {
+		return i, true
 	}
-	if i, ok := h.many.bySender[peer]; ok {
-		return i
+	if len(h.sessions) >= MaxSessions {
+		return 0, false
 	}
 	h.sessions = append(h.sessions, newSession(peer))
 	i := len(h.sessions) - 1
-	h.many.bySender[peer] = i
-	return i
+	h.many.peers.add(h.sessions, i)
+	return i, true
 }
 
 // ErrNotStarted is returned by Process before Start.
@@ -389,8 +393,7 @@ func (h *Handler) sessionIndex(peer string) (int, bool) {
 	if h.prog.manyRole < 0 {
 		return 0, peer == "" || peer == h.sessions[0].peer
 	}
-	i, ok := h.many.bySender[peer]
-	return i, ok
+	return h.many.peers.find(h.sessions, peer)
 }
 
 func (h *Handler) sessionName(i int) string {

@@ -1,0 +1,56 @@
+package engine
+
+import (
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The peer index finds every session added, by peer, whether its table
+// was reserved up front or grew as sessions came, and finds no other.
+func TestPeerIndexFindsEverySessionAdded(t *testing.T) {
+	tests := []struct {
+		name    string
+		n       int
+		reserve bool
+	}{
+		{"one", 1, false},
+		{"a table's first size", 4, false},
+		{"growing", 1000, false},
+		{"reserved", 1000, true},
+		{"reserved and growing", 5000, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var x peerIndex
+			var sessions []session
+			if tt.reserve {
+				x.reserve(sessions, tt.n/2)
+			}
+			for i := range tt.n {
+				sessions = append(sessions, newSession("p"+strconv.Itoa(i)))
+				x.add(sessions, i)
+				require.LessOrEqual(t, 2*x.n, len(x.slots), "the table is at most half full")
+			}
+			for i := range tt.n {
+				got, ok := x.find(sessions, "p"+strconv.Itoa(i))
+				require.True(t, ok, "p%d", i)
+				assert.Equal(t, i, got)
+			}
+			for _, peer := range []string{"", "p", "q0", "p" + strconv.Itoa(tt.n), "p-1"} {
+				_, ok := x.find(sessions, peer)
+				assert.False(t, ok, "%q", peer)
+			}
+		})
+	}
+}
+
+// An empty index finds nothing, and has no table to probe.
+func TestPeerIndexEmptyFindsNothing(t *testing.T) {
+	var x peerIndex
+	_, ok := x.find(nil, "p0")
+	assert.False(t, ok)
+	assert.Nil(t, x.slots)
+}
