@@ -65,7 +65,7 @@ func WithPeers(role string, agents ...string) HandlerOption {
 				return
 			}
 			h.sessions = slices.Grow(h.sessions, len(agents))
-			h.many.peers.reserve(h.sessions, len(h.sessions)+len(agents))
+			h.many.peers.reserve(len(h.sessions) + len(agents))
 			for _, a := range agents {
 				h.addSession(a)
 			}
@@ -235,16 +235,15 @@ func newSession(peer string) session {
 // addSession returns the index of the session with peer, which it adds
 // if there is none; false when there is none and MaxSessions are kept.
 func (h *Handler) addSession(peer string) (int, bool) {
-	if i, ok := h.many.peers.find(h.sessions, peer); ok {
+	if i, ok := h.many.peers.find(peer); ok {
 		return i, true
 	}
 	if len(h.sessions) >= MaxSessions {
 		return 0, false
 	}
 	h.sessions = append(h.sessions, newSession(peer))
-	i := len(h.sessions) - 1
-	h.many.peers.add(h.sessions, i)
-	return i, true
+	h.many.peers.add(peer)
+	return len(h.sessions) - 1, true
 }
 
 // ErrNotStarted is returned by Process before Start.
@@ -393,7 +392,7 @@ func (h *Handler) sessionIndex(peer string) (int, bool) {
 	if h.prog.manyRole < 0 {
 		return 0, peer == "" || peer == h.sessions[0].peer
 	}
-	return h.many.peers.find(h.sessions, peer)
+	return h.many.peers.find(peer)
 }
 
 func (h *Handler) sessionName(i int) string {

@@ -1,6 +1,9 @@
 package engine
 
-import "hash/maphash"
+import (
+	"hash/maphash"
+	"slices"
+)
 
 // MaxSessions is the most sessions a handler keeps for the peers of a
 // many role: tickets hold a session's index in 24 bits. WithPeers refuses
@@ -8,18 +11,18 @@ import "hash/maphash"
 // peers reports the extra ones as unknown agents.
 const MaxSessions = 1<<ticketSessionBits - 1
 
-// peerIndex finds the session of a many role's peer: an open-addressing
-// table (linear probing, at most half full) of 32-bit slots, each the
-// session's index plus one in the low 24 bits (0 for an empty slot) and
-// 8 bits of the peer's hash above them. A lookup reads one slot, rarely
-// two, in a table of 8 to 16 bytes per session without pointers, and
-// then the session's peer, which the step that follows reads anyway: a
-// map keyed by peer would spend, with thousands of peers, cache misses
-// on its own groups and keys, and its keys would be pointers for the
-// collector to mark.
+// peerIndex finds the session of a many role's peer. It keeps the peers
+// in session order (names, which messages to one peer or to all of them
+// share as their receivers, read-only) and an open-addressing table
+// (linear probing, at most half full) of 32-bit slots, each the session's
+// index plus one in the low 24 bits (0 for an empty slot) and 8 bits of
+// the peer's hash above them. A lookup reads one slot, rarely two, and
+// the peer's name: 24 to 32 bytes a session, in two arrays, where a map
+// keyed by peer would spend, with thousands of peers, cache and TLB
+// misses on its groups and keys.
 type peerIndex struct {
+	names []string
 	slots []uint32
-	n     int // sessions indexed
 }
 
 // peerSeed seeds the hash of peer names. It is random, so that no peer
@@ -31,10 +34,9 @@ const (
 	slotTagShift  = ticketSessionBits
 )
 
-// find returns the index of the session with peer, given the sessions
-// the index was built from.
-func (x *peerIndex) find(sessions []session, peer string) (int, bool) {
-	if x.n == 0 {
+// find returns the index of the session with peer.
+func (x *peerIndex) find(peer string) (int, bool) {
+	if len(x.names) == 0 {
 		return 0, false
 	}
 	h := maphash.String(peerSeed, peer)
@@ -46,41 +48,41 @@ func (x *peerIndex) find(sessions []session, peer string) (int, bool) {
 			return 0, false
 		}
 		if s>>slotTagShift == tag {
-			if i := int(s&slotIndexMask) - 1; sessions[i].peer == peer {
+			if i := int(s&slotIndexMask) - 1; x.names[i] == peer {
 				return i, true
 			}
 		}
 	}
 }
 
-// add indexes session i, whose peer no indexed session has; the caller
-// keeps the sessions at most MaxSessions.
-func (x *peerIndex) add(sessions []session, i int) {
-	if 2*(x.n+1) > len(x.slots) {
-		x.grow(sessions, x.n+1)
+// add indexes peer, which no session has yet, as the next session's; the
+// caller keeps the sessions at most MaxSessions.
+func (x *peerIndex) add(peer string) {
+	if n := len(x.names) + 1; 2*n > len(x.slots) {
+		x.grow(n)
 	}
-	x.put(sessions[i].peer, i)
-	x.n++
+	x.names = append(x.names, peer)
+	x.put(peer, len(x.names)-1)
 }
 
-// reserve makes room for n sessions in all, so that adding them does not
-// grow the table again.
-func (x *peerIndex) reserve(sessions []session, n int) {
+// reserve makes room for n peers in all, so that adding them does not
+// grow the index again.
+func (x *peerIndex) reserve(n int) {
 	if 2*n > len(x.slots) {
-		x.grow(sessions, n)
+		x.grow(n)
 	}
+	x.names = slices.Grow(x.names, n-len(x.names))
 }
 
-// grow rebuilds the table with room for n sessions, indexing again the
-// x.n sessions indexed so far (the first x.n of sessions).
-func (x *peerIndex) grow(sessions []session, n int) {
+// grow rebuilds the table with room for n peers.
+func (x *peerIndex) grow(n int) {
 	size := 8
 	for size < 2*n {
 		size *= 2
 	}
 	x.slots = make([]uint32, size)
-	for i := range x.n {
-		x.put(sessions[i].peer, i)
+	for i, peer := range x.names {
+		x.put(peer, i)
 	}
 }
 
@@ -94,4 +96,13 @@ func (x *peerIndex) put(peer string, i int) {
 		p = (p + 1) & mask
 	}
 	x.slots[p] = uint32(h>>56)<<slotTagShift | uint32(i+1)
+}
+
+// receivers returns the receivers of a message to the peer of session i
+// alone, or (i < 0) to every peer: shared, read-only.
+func (x *peerIndex) receivers(i int) []string {
+	if i < 0 {
+		return x.names[:len(x.names):len(x.names)]
+	}
+	return x.names[i : i+1 : i+1]
 }

@@ -119,7 +119,7 @@ func (h *Handler) received(e *MessageEvent, out *Queue) {
 	i := 0
 	if pr.manyRole >= 0 {
 		var ok bool
-		if i, ok = h.many.peers.find(h.sessions, m.Sender); !ok {
+		if i, ok = h.many.peers.find(m.Sender); !ok {
 			h.protocolError(out, at, CodeUnknownAgent, -1, m, false, "%s is not a %s of this conversation", policy.Quote(m.Sender), pr.roles[pr.manyRole])
 			return
 		}
@@ -357,7 +357,7 @@ func (h *Handler) sent(e *MessageEvent, out *Queue) error {
 	if pr.manyRole >= 0 {
 		targets = targets[:0]
 		for _, r := range m.Receivers {
-			i, ok := h.many.peers.find(h.sessions, r)
+			i, ok := h.many.peers.find(r)
 			if !ok && len(h.sessions) == 0 || !ok && h.allAtInitial() {
 				if i, ok = h.addSession(r); ok {
 					h.sessions[i].state = -1
@@ -760,15 +760,12 @@ func (h *Handler) take(i int, choice string, content map[string]any, replyBy tim
 			return false, fmt.Errorf("engine: no agent plays %s in conversation %s: bind one with WithPeers", pr.roles[t.peer], policy.Quote(h.conv))
 		}
 		if t.peer == pr.manyRole {
-			receivers = []string{agent}
+			receivers = h.many.peers.receivers(i) // shared, read-only: no copy
 		} else {
 			receivers = h.peers[t.peer : t.peer+1 : t.peer+1] // shared, read-only: no copy
 		}
 	} else {
-		receivers = make([]string, len(group))
-		for k, j := range group {
-			receivers[k] = h.sessions[j].peer
-		}
+		receivers = h.groupReceivers(group)
 	}
 	msg := out.bodies.next(&out.dirty) // Fill overwrites all of it
 	rw := h.outboundReplyWith(out)
@@ -803,6 +800,9 @@ func (h *Handler) take(i int, choice string, content map[string]any, replyBy tim
 	reuse.Set(&me.Message, msg)
 	me.Sent = false
 	out.emit(me)
+	if len(group) > 1 && len(pr.msgs[t.msg].srcs) > 0 {
+		h.groupSrcTimes(group)
+	}
 	for _, j := range group {
 		sj := &h.sessions[j]
 		// Written only when it changes: before the first message sent,
@@ -813,6 +813,49 @@ func (h *Handler) take(i int, choice string, content map[string]any, replyBy tim
 		h.apply(j, t, msg, at, out, true)
 	}
 	return true, nil
+}
+
+// groupSrcTimes gives the sessions of group that have no room for the
+// program's deadline sources yet theirs, cut from one block: a message
+// to many peers that sets a deadline then costs one allocation, not one
+// per peer.
+func (h *Handler) groupSrcTimes(group []int) {
+	k := len(h.prog.deadlineSrc)
+	if k <= len(h.sessions[0].src) {
+		return // each session has room of its own
+	}
+	var block []int64
+	for _, j := range group {
+		s := &h.sessions[j]
+		if s.srcTimes != nil {
+			continue
+		}
+		if len(block) == 0 {
+			block = make([]int64, k*len(group))
+		}
+		s.srcTimes, block = block[:k:k], block[k:]
+	}
+}
+
+// groupReceivers returns the peers of the sessions in group, in order:
+// the index's list of every peer, shared and read-only, when group is
+// every session in order (the opening broadcast's), else a copy.
+func (h *Handler) groupReceivers(group []int) []string {
+	all := len(group) == len(h.sessions)
+	for k, j := range group {
+		if !all {
+			break
+		}
+		all = j == k
+	}
+	if all {
+		return h.many.peers.receivers(-1)
+	}
+	receivers := make([]string, len(group))
+	for k, j := range group {
+		receivers[k] = h.sessions[j].peer
+	}
+	return receivers
 }
 
 // sendGuard evaluates guard g of a send for a decision's content and
@@ -881,7 +924,7 @@ func (h *Handler) answerJoin(e *DecisionEvent, out *Queue) error {
 			isWaiting[i] = true
 		}
 		for peer := range e.Answer.Sessions {
-			if i, ok := h.many.peers.find(h.sessions, peer); !ok || !isWaiting[i] {
+			if i, ok := h.many.peers.find(peer); !ok || !isWaiting[i] {
 				stale = append(stale, peer)
 			}
 		}

@@ -335,15 +335,15 @@ func (pr *Program) restore(sn *snapshot) (*Handler, error) {
 			h.sessions = h.one[:1]
 			continue
 		}
-		if _, ok := h.many.peers.find(h.sessions, s.peer); ok {
+		if _, ok := h.many.peers.find(s.peer); ok {
 			return nil, fmt.Errorf("session %d: %s has two sessions", i, q(s.peer))
 		}
 		if h.sessions == nil {
 			h.sessions = make([]session, 0, len(sn.Sessions))
-			h.many.peers.reserve(h.sessions, len(sn.Sessions))
+			h.many.peers.reserve(len(sn.Sessions))
 		}
 		h.sessions = append(h.sessions, s)
-		h.many.peers.add(h.sessions, i)
+		h.many.peers.add(s.peer)
 	}
 	if ended != sn.Ended {
 		return nil, fmt.Errorf("%d sessions are in a terminal state, the snapshot counts %d", ended, sn.Ended)
