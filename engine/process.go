@@ -800,9 +800,6 @@ func (h *Handler) take(i int, choice string, content map[string]any, replyBy tim
 	reuse.Set(&me.Message, msg)
 	me.Sent = false
 	out.emit(me)
-	if len(group) > 1 && len(pr.msgs[t.msg].srcs) > 0 {
-		h.groupSrcTimes(group)
-	}
 	for _, j := range group {
 		sj := &h.sessions[j]
 		// Written only when it changes: before the first message sent,
@@ -813,28 +810,6 @@ func (h *Handler) take(i int, choice string, content map[string]any, replyBy tim
 		h.apply(j, t, msg, at, out, true)
 	}
 	return true, nil
-}
-
-// groupSrcTimes gives the sessions of group that have no room for the
-// program's deadline sources yet theirs, cut from one block: a message
-// to many peers that sets a deadline then costs one allocation, not one
-// per peer.
-func (h *Handler) groupSrcTimes(group []int) {
-	k := len(h.prog.deadlineSrc)
-	if k <= len(h.sessions[0].src) {
-		return // each session has room of its own
-	}
-	var block []int64
-	for _, j := range group {
-		s := &h.sessions[j]
-		if s.srcTimes != nil {
-			continue
-		}
-		if len(block) == 0 {
-			block = make([]int64, k*len(group))
-		}
-		s.srcTimes, block = block[:k:k], block[k:]
-	}
 }
 
 // groupReceivers returns the peers of the sessions in group, in order:
