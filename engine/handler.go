@@ -675,14 +675,18 @@ func (h *Handler) releaseJoin(at time.Time, out *Queue) {
 			continue
 		}
 		s.ticket = t
-		req := h.request(i, t)
+		var choices []string
 		if first {
-			e.Request = req
+			e.Request = h.request(i, t)
+			choices = e.Request.Choices
 			e.Request.Peer, e.Request.Content, e.Request.Vars = "", nil, nil
 			e.Request.Sessions = make([]decision.Session, 0, h.many.atJoin)
 			first = false
+		} else {
+			// The choices alone: the rest of a request is the first's.
+			choices = h.choices(i)
 		}
-		e.Request.Sessions = append(e.Request.Sessions, decision.Session{Peer: s.peer, Choices: req.Choices, Content: s.content, Vars: s.vars})
+		e.Request.Sessions = append(e.Request.Sessions, decision.Session{Peer: s.peer, Choices: choices, Content: s.content, Vars: s.vars})
 	}
 	out.emit(e)
 }
