@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -848,15 +849,29 @@ func (h *Handler) answerGroup(e *DecisionEvent, out *Queue) error {
 	if e.Answer.Choice == "" {
 		return nil
 	}
-	group := make([]int, len(h.sessions))
-	for i := range group {
-		group[i] = i
+	list := indexLists.Get().(*[]int)
+	defer putIndexList(list)
+	group := (*list)[:0]
+	for i := range h.sessions {
+		group = append(group, i)
 	}
+	*list = group
 	ok, err := h.take(0, e.Answer.Choice, e.Answer.Content, e.Answer.ReplyBy, e.At, out, group)
 	if ok {
 		h.many.groupTicket = 0
 	}
 	return err
+}
+
+// indexLists holds lists of session indexes that a call needs only while
+// it runs (a broadcast's group, a join's waiting sessions), so that a
+// conversation with thousands of peers does not allocate one each time.
+var indexLists = sync.Pool{New: func() any { return new([]int) }}
+
+// putIndexList gives list back to indexLists.
+func putIndexList(list *[]int) {
+	*list = (*list)[:0]
+	indexLists.Put(list)
 }
 
 // answerJoin applies a join decision: one answer per waiting session.
@@ -867,12 +882,15 @@ func (h *Handler) answerJoin(e *DecisionEvent, out *Queue) error {
 			n++
 		}
 	}
-	waiting := make([]int, 0, n)
+	list := indexLists.Get().(*[]int)
+	defer putIndexList(list)
+	waiting := slices.Grow((*list)[:0], n)
 	for i := range h.sessions {
 		if h.sessions[i].ticket == e.Ticket {
 			waiting = append(waiting, i)
 		}
 	}
+	*list = waiting
 	var missing []string
 	for _, i := range waiting {
 		peer := h.sessions[i].peer
