@@ -235,7 +235,7 @@ func newSession(peer string) session {
 // addSession returns the index of the session with peer, which it adds
 // if there is none; false when there is none and MaxSessions are kept.
 func (h *Handler) addSession(peer string) (int, bool) {
-	if i, ok := h.many.peers.find(peer); ok {
+	if i, ok := h.many.peers.find(h.sessions, peer); ok {
 		return i, true
 	}
 	if len(h.sessions) >= MaxSessions {
@@ -392,7 +392,7 @@ func (h *Handler) sessionIndex(peer string) (int, bool) {
 	if h.prog.manyRole < 0 {
 		return 0, peer == "" || peer == h.sessions[0].peer
 	}
-	return h.many.peers.find(peer)
+	return h.many.peers.find(h.sessions, peer)
 }
 
 func (h *Handler) sessionName(i int) string {

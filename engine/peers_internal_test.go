@@ -25,20 +25,22 @@ func TestPeerIndexFindsEverySessionAdded(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var x peerIndex
+			var sessions []session
 			if tt.reserve {
 				x.reserve(tt.n / 2)
 			}
 			for i := range tt.n {
-				x.add("p" + strconv.Itoa(i))
-				require.LessOrEqual(t, 2*len(x.names), len(x.slots), "the table is at most half full")
+				sessions = append(sessions, newSession("p"+strconv.Itoa(i)))
+				x.add(sessions[i].peer)
+				require.LessOrEqual(t, 4*len(x.names), 3*len(x.slots), "the table is at most three quarters full")
 			}
 			for i := range tt.n {
-				got, ok := x.find("p" + strconv.Itoa(i))
+				got, ok := x.find(sessions, "p"+strconv.Itoa(i))
 				require.True(t, ok, "p%d", i)
 				assert.Equal(t, i, got)
 			}
 			for _, peer := range []string{"", "p", "q0", "p" + strconv.Itoa(tt.n), "p-1"} {
-				_, ok := x.find(peer)
+				_, ok := x.find(sessions, peer)
 				assert.False(t, ok, "%q", peer)
 			}
 		})
@@ -48,7 +50,34 @@ func TestPeerIndexFindsEverySessionAdded(t *testing.T) {
 // An empty index finds nothing, and has no table to probe.
 func TestPeerIndexEmptyFindsNothing(t *testing.T) {
 	var x peerIndex
-	_, ok := x.find("p0")
+	_, ok := x.find(nil, "p0")
 	assert.False(t, ok)
 	assert.Nil(t, x.slots)
+}
+
+// The receivers the index hands out are its names, capped at their
+// length, so that a caller appending to them cannot write over the
+// names of other sessions.
+func TestPeerIndexReceiversAreCapped(t *testing.T) {
+	var x peerIndex
+	for _, p := range []string{"a", "b", "c"} {
+		x.add(p)
+	}
+	tests := []struct {
+		name string
+		i    int
+		want []string
+	}{
+		{"one peer", 1, []string{"b"}},
+		{"every peer", -1, []string{"a", "b", "c"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := x.receivers(tt.i)
+			assert.Equal(t, tt.want, got)
+			assert.Equal(t, len(got), cap(got))
+			_ = append(got, "z")
+			assert.Equal(t, []string{"a", "b", "c"}, x.names)
+		})
+	}
 }

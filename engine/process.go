@@ -120,7 +120,7 @@ func (h *Handler) received(e *MessageEvent, out *Queue) {
 	i := 0
 	if pr.manyRole >= 0 {
 		var ok bool
-		if i, ok = h.many.peers.find(m.Sender); !ok {
+		if i, ok = h.many.peers.find(h.sessions, m.Sender); !ok {
 			h.protocolError(out, at, CodeUnknownAgent, -1, m, false, "%s is not a %s of this conversation", policy.Quote(m.Sender), pr.roles[pr.manyRole])
 			return
 		}
@@ -358,7 +358,7 @@ func (h *Handler) sent(e *MessageEvent, out *Queue) error {
 	if pr.manyRole >= 0 {
 		targets = targets[:0]
 		for _, r := range m.Receivers {
-			i, ok := h.many.peers.find(r)
+			i, ok := h.many.peers.find(h.sessions, r)
 			if !ok && len(h.sessions) == 0 || !ok && h.allAtInitial() {
 				if i, ok = h.addSession(r); ok {
 					h.sessions[i].state = -1
@@ -917,7 +917,7 @@ func (h *Handler) answerJoin(e *DecisionEvent, out *Queue) error {
 			isWaiting[i] = true
 		}
 		for peer := range e.Answer.Sessions {
-			if i, ok := h.many.peers.find(peer); !ok || !isWaiting[i] {
+			if i, ok := h.many.peers.find(h.sessions, peer); !ok || !isWaiting[i] {
 				stale = append(stale, peer)
 			}
 		}

@@ -335,7 +335,7 @@ func (pr *Program) restore(sn *snapshot) (*Handler, error) {
 			h.sessions = h.one[:1]
 			continue
 		}
-		if _, ok := h.many.peers.find(s.peer); ok {
+		if _, ok := h.many.peers.find(h.sessions, s.peer); ok {
 			return nil, fmt.Errorf("session %d: %s has two sessions", i, q(s.peer))
 		}
 		if h.sessions == nil {
