@@ -162,8 +162,12 @@ type commitInst struct {
 // role needs besides: sessions by peer, how many are at a join, and the
 // pending group (opening broadcast) and join decisions.
 type manyState struct {
-	peers       peerIndex
-	atJoin      int32
+	peers  peerIndex
+	atJoin int32
+	// undecided counts the sessions in a join state that no released join
+	// decision covers (ticket 0), so that checkJoin need not look for
+	// one; it is not kept once the conversation has ended.
+	undecided   int32
 	groupTicket uint64
 	joinTicket  uint64
 }
@@ -455,6 +459,9 @@ func (h *Handler) leave(i int, at time.Time, out *Queue) {
 	}
 	if old.join && pr.manyRole >= 0 {
 		h.many.atJoin--
+		if s.ticket == 0 {
+			h.many.undecided--
+		}
 	}
 }
 
@@ -478,6 +485,9 @@ func (h *Handler) arrive(i int, sp *stateProg, at time.Time, out *Queue, inGroup
 			s.deadlines[j] = nanos(d)
 			h.emitTimer(out, TimerSet, at, pr.timers[k].name, "", i, s.epoch, d)
 		}
+	}
+	if sp.join && pr.manyRole >= 0 {
+		h.many.undecided++ // changeState left no ticket
 	}
 	switch {
 	case sp.terminal:
@@ -644,20 +654,15 @@ func (h *Handler) raiseGroup(at time.Time, out *Queue) {
 }
 
 // checkJoin releases a join once every session is at a join or ended and
-// some wait there without a decision.
+// some wait there without a decision. It is called each time a session
+// enters a state, so it counts rather than looks: looking, while a join's
+// answers end its sessions one by one, would visit every session for
+// each.
 func (h *Handler) checkJoin(at time.Time, out *Queue) {
 	if h.many.atJoin == 0 || int(h.many.atJoin+h.ended) != len(h.sessions) {
 		return
 	}
-	waiting := false
-	for i := range h.sessions {
-		s := &h.sessions[i]
-		if h.prog.states[s.state].join && s.ticket == 0 {
-			waiting = true
-			break
-		}
-	}
-	if waiting {
+	if h.many.undecided > 0 {
 		h.releaseJoin(at, out)
 	}
 }
@@ -666,6 +671,7 @@ func (h *Handler) checkJoin(at time.Time, out *Queue) {
 func (h *Handler) releaseJoin(at time.Time, out *Queue) {
 	t := h.ticketFor(-1)
 	h.many.joinTicket = t
+	h.many.undecided = 0 // every session at a join gets t below
 	e := out.decisions.get(&out.dirty)
 	e.At, e.Ticket = at, t
 	first := true

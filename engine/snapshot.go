@@ -329,6 +329,9 @@ func (pr *Program) restore(sn *snapshot) (*Handler, error) {
 			} else if st.join && st.child == nil && pr.manyRole >= 0 {
 				atJoin++
 			}
+			if st.join && pr.manyRole >= 0 && s.ticket == 0 {
+				h.many.undecided++
+			}
 		}
 		if pr.manyRole < 0 {
 			h.one[0] = s
