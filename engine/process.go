@@ -356,10 +356,24 @@ func (h *Handler) sent(e *MessageEvent, out *Queue) error {
 	}
 	targets := []int{0}
 	if pr.manyRole >= 0 {
-		targets = targets[:0]
+		targets = make([]int, 0, len(m.Receivers))
+		// Whether a new peer may join: asked once, since the peers that
+		// join enter the initial state and so keep the answer (asking for
+		// each would look at every session for each new peer).
+		mayJoin := -1
 		for _, r := range m.Receivers {
 			i, ok := h.many.peers.find(h.sessions, r)
-			if !ok && len(h.sessions) == 0 || !ok && h.allAtInitial() {
+			if !ok && mayJoin < 0 {
+				mayJoin = 0
+				if len(h.sessions) == 0 || h.allAtInitial() {
+					mayJoin = 1
+					// Room for every receiver at once, as WithPeers makes.
+					n := min(len(h.sessions)+len(m.Receivers), MaxSessions)
+					h.sessions = slices.Grow(h.sessions, n-len(h.sessions))
+					h.many.peers.reserve(n)
+				}
+			}
+			if !ok && mayJoin == 1 {
 				if i, ok = h.addSession(r); ok {
 					h.sessions[i].state = -1
 					h.enter(i, pr.initial, at, out, true)
