@@ -97,10 +97,9 @@ func peerNames(n int) []string {
 	return peers
 }
 
-// initiatorAtJoin returns an initiator that has sent the cfp to peers
-// and received a proposal from each, and the ticket of its join
-// decision.
-func initiatorAtJoin(tb testing.TB, ini *engine.Program, peers []string, q *engine.Queue) (*engine.Handler, uint64) {
+// initiatorAfterCFP returns an initiator of conversation "cn" with peers
+// bound, started at t0, that has sent the cfp (the last message in q, returned).
+func initiatorAfterCFP(tb testing.TB, ini *engine.Program, peers []string, q *engine.Queue) (*engine.Handler, *forms.Message) {
 	hi, err := ini.NewHandler("cn", "buyer", engine.WithPeers("Participant", peers...))
 	if err != nil {
 		tb.Fatal(err)
@@ -110,7 +109,15 @@ func initiatorAtJoin(tb testing.TB, ini *engine.Program, peers []string, q *engi
 	d := lastDecision(q)
 	q.Reset()
 	_ = hi.Process(&engine.DecisionEvent{At: t0, Ticket: d, Answer: decision.Answer{Choice: "cfp", Content: map[string]any{"task": "t"}}}, q)
-	cfp := lastMessage(q).ReplyWith
+	return hi, lastMessage(q)
+}
+
+// initiatorAtJoin returns an initiator that has sent the cfp to peers
+// and received a proposal from each, and the ticket of its join
+// decision.
+func initiatorAtJoin(tb testing.TB, ini *engine.Program, peers []string, q *engine.Queue) (*engine.Handler, uint64) {
+	hi, m := initiatorAfterCFP(tb, ini, peers, q)
+	cfp := m.ReplyWith
 	var join uint64
 	for _, p := range peers {
 		q.Reset()
