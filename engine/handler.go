@@ -725,10 +725,28 @@ func (h *Handler) finish(at time.Time, out *Queue) {
 		reuse.Map(&e.Outcomes, nil)
 	} else {
 		e.Outcomes = make(map[string]string, len(h.sessions))
-		for i := range h.sessions {
-			e.Outcomes[h.sessions[i].peer] = h.prog.states[h.sessions[i].state].outcome
+		// The outcomes are counted by state as they go in, and by outcome
+		// then (states may share one): a count map of every peer's
+		// outcome would look each up once more.
+		var buf [16]int32
+		byState := buf[:0]
+		if n := len(h.prog.states); n <= len(buf) {
+			byState = buf[:n]
+		} else {
+			byState = make([]int32, n)
 		}
-		e.Outcome = summarize(e.Outcomes)
+		for i := range h.sessions {
+			st := h.sessions[i].state
+			e.Outcomes[h.sessions[i].peer] = h.prog.states[st].outcome
+			byState[st]++
+		}
+		counts := map[string]int{}
+		for st, n := range byState {
+			if n > 0 {
+				counts[h.prog.states[st].outcome] += int(n)
+			}
+		}
+		e.Outcome = summarize(counts)
 	}
 	reuse.String(&e.Session, "")
 	e.Epoch = 0
