@@ -16,11 +16,11 @@ const MaxSessions = 1<<ticketSessionBits - 1
 // share as their receivers, read-only) and an open-addressing table
 // (linear probing, at most three quarters full) of 32-bit slots, each the
 // session's index plus one in the low 24 bits (0 for an empty slot) and 8
-// bits of the peer's hash above them. A lookup reads a slot or a few
-// neighbours, 5 to 11 bytes a session in all, and then the session's
-// peer, which the step that follows reads anyway: a map keyed by peer
-// would spend, with thousands of peers, cache and TLB misses on its
-// groups and its keys.
+// bits of the peer's hash above them, 5 to 11 bytes a session. A lookup
+// reads a slot or a few neighbours, in one cache line or two, and then
+// the session's peer, which the step that follows reads anyway: a map
+// keyed by peer would spend, with thousands of peers, cache and TLB
+// misses on its groups and its keys.
 type peerIndex struct {
 	names []string
 	slots []uint32
@@ -73,7 +73,9 @@ func (x *peerIndex) reserve(n int) {
 	if 4*n > 3*len(x.slots) {
 		x.grow(n)
 	}
-	x.names = slices.Grow(x.names, n-len(x.names))
+	if n > len(x.names) {
+		x.names = slices.Grow(x.names, n-len(x.names))
+	}
 }
 
 // grow rebuilds the table with room for n peers.
