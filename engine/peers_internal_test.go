@@ -81,3 +81,20 @@ func TestPeerIndexReceiversAreCapped(t *testing.T) {
 		})
 	}
 }
+
+// Reserving room for fewer peers than are indexed changes nothing.
+func TestPeerIndexReserveFewerKeepsThePeers(t *testing.T) {
+	var x peerIndex
+	var sessions []session
+	for i := range 5 {
+		sessions = append(sessions, newSession("p"+strconv.Itoa(i)))
+		x.add(sessions[i].peer)
+	}
+	require.NotPanics(t, func() { x.reserve(2) })
+	assert.Len(t, x.names, 5)
+	for i := range 5 {
+		got, ok := x.find(sessions, "p"+strconv.Itoa(i))
+		require.True(t, ok)
+		assert.Equal(t, i, got)
+	}
+}
