@@ -224,17 +224,7 @@ func BenchmarkLiveHandlerBytes(b *testing.B) {
 // participants: the cfp to all, a proposal from each, one join decision
 // accepting the first and rejecting the rest, and the winner's result.
 func contractNet(tb testing.TB, ini, par *engine.Program, peers []string, q *engine.Queue) {
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	hi, err := ini.NewHandler("cn", "buyer", engine.WithPeers("Participant", peers...))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	q.Reset()
-	_ = hi.Start(t0, q)
-	d := lastDecision(q)
-	q.Reset()
-	_ = hi.Process(&engine.DecisionEvent{At: t0, Ticket: d, Answer: decision.Answer{Choice: "cfp", Content: map[string]any{"task": "t"}}}, q)
-	cfp := lastMessage(q)
+	hi, cfp := initiatorAfterCFP(tb, ini, peers, q)
 	hps := make([]*engine.Handler, len(peers))
 	proposals := make([]*forms.Message, len(peers))
 	price := map[string]any{"price": 1}

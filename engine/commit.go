@@ -175,12 +175,9 @@ func (h *Handler) endCommitments(i int, at time.Time, cause string, out *Queue) 
 	}
 }
 
-// summarize renders per-peer outcomes as "done=1,rejected=4", sorted.
-func summarize(outcomes map[string]string) string {
-	counts := map[string]int{}
-	for _, o := range outcomes {
-		counts[o]++
-	}
+// summarize renders how many peers had each outcome as
+// "done=1,rejected=4", sorted.
+func summarize(counts map[string]int) string {
 	keys := make([]string, 0, len(counts))
 	for k := range counts {
 		keys = append(keys, k)

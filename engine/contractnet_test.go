@@ -572,6 +572,24 @@ func TestContractNetViolations(t *testing.T) {
 				bob: timer set result +5m4s
 				bob: decide awarded [inform-done inform-result failure]`},
 		)},
+		{name: "join answer for a peer with no session, missing one that is", steps: then(cnProposed(),
+			step{at: 4 * time.Second, do: join("alice", map[string]string{"bob": "accept-proposal", "zed": "accept-proposal"}), want: `
+				alice: send accept-proposal alice->bob rw=c1/alice#2 irt=c1/bob#1
+				alice: timer cancel award/bob commitment=task
+				alice: commitment task/bob detached bob->alice (accept-proposal)
+				alice: timer set result/bob commitment=task +5m4s
+				alice: timer cancel award/bob
+				alice: timer set result/bob +5m4s
+				alice: decide awarded [cancel] peer=bob {"price":10}
+				alice: error PE008: the join decision answers "zed", which is not waiting at the join
+				alice: error PE009: the join decision has no answer for "carol"; they keep waiting
+				bob: timer cancel award commitment=task
+				bob: commitment task detached bob->alice (accept-proposal)
+				bob: timer set result commitment=task +5m4s
+				bob: timer cancel award
+				bob: timer set result +5m4s
+				bob: decide awarded [inform-done inform-result failure]`},
+		)},
 		{name: "join answered twice", steps: then(cnAwarded(),
 			step{at: 5 * time.Second, do: join("alice", map[string]string{"bob": "reject-proposal"}), want: `
 				alice: error PE008: the join decision answers "bob", which is not waiting at the join`},

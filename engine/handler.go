@@ -43,9 +43,9 @@ func WithContent(data map[string]any) HandlerOption {
 }
 
 // WithPeers binds agents to a role. For the many role this handler keeps
-// sessions for, each agent gets a session; for any other role, one agent
-// plays it. Roles left unbound are bound to the first agent that sends or
-// receives that role's messages.
+// sessions for, each agent gets a session (at most MaxSessions); for any
+// other role, one agent plays it. Roles left unbound are bound to the
+// first agent that sends or receives that role's messages.
 func WithPeers(role string, agents ...string) HandlerOption {
 	return func(c *handlerConfig) {
 		h := c.h
@@ -60,10 +60,12 @@ func WithPeers(role string, agents ...string) HandlerOption {
 			return
 		}
 		if idx == h.prog.manyRole {
-			h.sessions = slices.Grow(h.sessions, len(agents))
-			if h.many.bySender == nil {
-				h.many.bySender = make(map[string]int, len(agents))
+			if len(agents) > MaxSessions-len(h.sessions) {
+				c.err = fmt.Errorf("engine: WithPeers: %d agents for role %s, more than the %d sessions a handler keeps", len(agents), policy.Quote(role), MaxSessions)
+				return
 			}
+			h.sessions = slices.Grow(h.sessions, len(agents))
+			h.many.peers.reserve(len(h.sessions) + len(agents))
 			for _, a := range agents {
 				h.addSession(a)
 			}
@@ -160,8 +162,12 @@ type commitInst struct {
 // role needs besides: sessions by peer, how many are at a join, and the
 // pending group (opening broadcast) and join decisions.
 type manyState struct {
-	bySender    map[string]int
-	atJoin      int32
+	peers  peerIndex
+	atJoin int32
+	// undecided counts the sessions in a join state that no released join
+	// decision covers (ticket 0), so that checkJoin need not look for
+	// one; it is not kept once the conversation has ended.
+	undecided   int32
 	groupTicket uint64
 	joinTicket  uint64
 }
@@ -230,17 +236,18 @@ func newSession(peer string) session {
 	return session{peer: peer, state: -1, timedOutFrom: -1}
 }
 
-func (h *Handler) addSession(peer string) int {
-	if h.many.bySender == nil {
-		h.many.bySender = map[string]int{}
+// addSession returns the index of the session with peer, which it adds
+// if there is none; false when there is none and MaxSessions are kept.
+func (h *Handler) addSession(peer string) (int, bool) {
+	if i, ok := h.many.peers.find(h.sessions, peer); ok {
+		return i, true
 	}
-	if i, ok := h.many.bySender[peer]; ok {
-		return i
+	if len(h.sessions) >= MaxSessions {
+		return 0, false
 	}
 	h.sessions = append(h.sessions, newSession(peer))
-	i := len(h.sessions) - 1
-	h.many.bySender[peer] = i
-	return i
+	h.many.peers.add(peer)
+	return len(h.sessions) - 1, true
 }
 
 // ErrNotStarted is returned by Process before Start.
@@ -389,8 +396,7 @@ func (h *Handler) sessionIndex(peer string) (int, bool) {
 	if h.prog.manyRole < 0 {
 		return 0, peer == "" || peer == h.sessions[0].peer
 	}
-	i, ok := h.many.bySender[peer]
-	return i, ok
+	return h.many.peers.find(h.sessions, peer)
 }
 
 func (h *Handler) sessionName(i int) string {
@@ -453,6 +459,9 @@ func (h *Handler) leave(i int, at time.Time, out *Queue) {
 	}
 	if old.join && pr.manyRole >= 0 {
 		h.many.atJoin--
+		if s.ticket == 0 {
+			h.many.undecided--
+		}
 	}
 }
 
@@ -476,6 +485,9 @@ func (h *Handler) arrive(i int, sp *stateProg, at time.Time, out *Queue, inGroup
 			s.deadlines[j] = nanos(d)
 			h.emitTimer(out, TimerSet, at, pr.timers[k].name, "", i, s.epoch, d)
 		}
+	}
+	if sp.join && pr.manyRole >= 0 {
+		h.many.undecided++ // changeState left no ticket
 	}
 	switch {
 	case sp.terminal:
@@ -642,20 +654,15 @@ func (h *Handler) raiseGroup(at time.Time, out *Queue) {
 }
 
 // checkJoin releases a join once every session is at a join or ended and
-// some wait there without a decision.
+// some wait there without a decision. It is called each time a session
+// enters a state, so it counts rather than looks: looking, while a join's
+// answers end its sessions one by one, would visit every session for
+// each.
 func (h *Handler) checkJoin(at time.Time, out *Queue) {
 	if h.many.atJoin == 0 || int(h.many.atJoin+h.ended) != len(h.sessions) {
 		return
 	}
-	waiting := false
-	for i := range h.sessions {
-		s := &h.sessions[i]
-		if h.prog.states[s.state].join && s.ticket == 0 {
-			waiting = true
-			break
-		}
-	}
-	if waiting {
+	if h.many.undecided > 0 {
 		h.releaseJoin(at, out)
 	}
 }
@@ -664,6 +671,7 @@ func (h *Handler) checkJoin(at time.Time, out *Queue) {
 func (h *Handler) releaseJoin(at time.Time, out *Queue) {
 	t := h.ticketFor(-1)
 	h.many.joinTicket = t
+	h.many.undecided = 0 // every session at a join gets t below
 	e := out.decisions.get(&out.dirty)
 	e.At, e.Ticket = at, t
 	first := true
@@ -673,14 +681,18 @@ func (h *Handler) releaseJoin(at time.Time, out *Queue) {
 			continue
 		}
 		s.ticket = t
-		req := h.request(i, t)
+		var choices []string
 		if first {
-			e.Request = req
+			e.Request = h.request(i, t)
+			choices = e.Request.Choices
 			e.Request.Peer, e.Request.Content, e.Request.Vars = "", nil, nil
 			e.Request.Sessions = make([]decision.Session, 0, h.many.atJoin)
 			first = false
+		} else {
+			// The choices alone: the rest of a request is the first's.
+			choices = h.choices(i)
 		}
-		e.Request.Sessions = append(e.Request.Sessions, decision.Session{Peer: s.peer, Choices: req.Choices, Content: s.content, Vars: s.vars})
+		e.Request.Sessions = append(e.Request.Sessions, decision.Session{Peer: s.peer, Choices: choices, Content: s.content, Vars: s.vars})
 	}
 	out.emit(e)
 }
@@ -713,10 +725,28 @@ func (h *Handler) finish(at time.Time, out *Queue) {
 		reuse.Map(&e.Outcomes, nil)
 	} else {
 		e.Outcomes = make(map[string]string, len(h.sessions))
-		for i := range h.sessions {
-			e.Outcomes[h.sessions[i].peer] = h.prog.states[h.sessions[i].state].outcome
+		// The outcomes are counted by state as they go in, and by outcome
+		// then (states may share one): a count map of every peer's
+		// outcome would look each up once more.
+		var buf [16]int32
+		byState := buf[:0]
+		if n := len(h.prog.states); n <= len(buf) {
+			byState = buf[:n]
+		} else {
+			byState = make([]int32, n)
 		}
-		e.Outcome = summarize(e.Outcomes)
+		for i := range h.sessions {
+			st := h.sessions[i].state
+			e.Outcomes[h.sessions[i].peer] = h.prog.states[st].outcome
+			byState[st]++
+		}
+		counts := map[string]int{}
+		for st, n := range byState {
+			if n > 0 {
+				counts[h.prog.states[st].outcome] += int(n)
+			}
+		}
+		e.Outcome = summarize(counts)
 	}
 	reuse.String(&e.Session, "")
 	e.Epoch = 0

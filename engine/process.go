@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -119,7 +120,7 @@ func (h *Handler) received(e *MessageEvent, out *Queue) {
 	i := 0
 	if pr.manyRole >= 0 {
 		var ok bool
-		if i, ok = h.many.bySender[m.Sender]; !ok {
+		if i, ok = h.many.peers.find(h.sessions, m.Sender); !ok {
 			h.protocolError(out, at, CodeUnknownAgent, -1, m, false, "%s is not a %s of this conversation", policy.Quote(m.Sender), pr.roles[pr.manyRole])
 			return
 		}
@@ -355,13 +356,28 @@ func (h *Handler) sent(e *MessageEvent, out *Queue) error {
 	}
 	targets := []int{0}
 	if pr.manyRole >= 0 {
-		targets = targets[:0]
+		targets = make([]int, 0, len(m.Receivers))
+		// Whether a new peer may join: asked once, since the peers that
+		// join enter the initial state and so keep the answer (asking for
+		// each would look at every session for each new peer).
+		mayJoin := -1
 		for _, r := range m.Receivers {
-			i, ok := h.many.bySender[r]
-			if !ok && len(h.sessions) == 0 || !ok && h.allAtInitial() {
-				i, ok = h.addSession(r), true
-				h.sessions[i].state = -1
-				h.enter(i, pr.initial, at, out, true)
+			i, ok := h.many.peers.find(h.sessions, r)
+			if !ok && mayJoin < 0 {
+				mayJoin = 0
+				if len(h.sessions) == 0 || h.allAtInitial() {
+					mayJoin = 1
+					// Room for every receiver at once, as WithPeers makes.
+					n := min(len(h.sessions)+len(m.Receivers), MaxSessions)
+					h.sessions = slices.Grow(h.sessions, n-len(h.sessions))
+					h.many.peers.reserve(n)
+				}
+			}
+			if !ok && mayJoin == 1 {
+				if i, ok = h.addSession(r); ok {
+					h.sessions[i].state = -1
+					h.enter(i, pr.initial, at, out, true)
+				}
 			}
 			if !ok {
 				h.protocolError(out, at, CodeUnknownAgent, -1, m, false, "%s is not a %s of this conversation", policy.Quote(r), pr.roles[pr.manyRole])
@@ -759,15 +775,12 @@ func (h *Handler) take(i int, choice string, content map[string]any, replyBy tim
 			return false, fmt.Errorf("engine: no agent plays %s in conversation %s: bind one with WithPeers", pr.roles[t.peer], policy.Quote(h.conv))
 		}
 		if t.peer == pr.manyRole {
-			receivers = []string{agent}
+			receivers = h.many.peers.receivers(i) // shared, read-only: no copy
 		} else {
 			receivers = h.peers[t.peer : t.peer+1 : t.peer+1] // shared, read-only: no copy
 		}
 	} else {
-		receivers = make([]string, len(group))
-		for k, j := range group {
-			receivers[k] = h.sessions[j].peer
-		}
+		receivers = h.groupReceivers(group)
 	}
 	msg := out.bodies.next(&out.dirty) // Fill overwrites all of it
 	rw := h.outboundReplyWith(out)
@@ -814,6 +827,27 @@ func (h *Handler) take(i int, choice string, content map[string]any, replyBy tim
 	return true, nil
 }
 
+// groupReceivers returns the peers of the sessions in group, in order:
+// the index's list of every peer, shared and read-only, when group is
+// every session in order (the opening broadcast's), else a copy.
+func (h *Handler) groupReceivers(group []int) []string {
+	all := len(group) == len(h.sessions)
+	for k, j := range group {
+		if !all {
+			break
+		}
+		all = j == k
+	}
+	if all {
+		return h.many.peers.receivers(-1)
+	}
+	receivers := make([]string, len(group))
+	for k, j := range group {
+		receivers[k] = h.sessions[j].peer
+	}
+	return receivers
+}
+
 // sendGuard evaluates guard g of a send for a decision's content and
 // the session's variables. The environment, some 300 bytes, is built
 // here: take, which calls it only for a guarded choice, keeps none in
@@ -829,15 +863,29 @@ func (h *Handler) answerGroup(e *DecisionEvent, out *Queue) error {
 	if e.Answer.Choice == "" {
 		return nil
 	}
-	group := make([]int, len(h.sessions))
-	for i := range group {
-		group[i] = i
+	list := indexLists.Get().(*[]int)
+	defer putIndexList(list)
+	group := (*list)[:0]
+	for i := range h.sessions {
+		group = append(group, i)
 	}
+	*list = group
 	ok, err := h.take(0, e.Answer.Choice, e.Answer.Content, e.Answer.ReplyBy, e.At, out, group)
 	if ok {
 		h.many.groupTicket = 0
 	}
 	return err
+}
+
+// indexLists holds lists of session indexes that a call needs only while
+// it runs (a broadcast's group, a join's waiting sessions), so that a
+// conversation with thousands of peers does not allocate one each time.
+var indexLists = sync.Pool{New: func() any { return new([]int) }}
+
+// putIndexList gives list back to indexLists.
+func putIndexList(list *[]int) {
+	*list = (*list)[:0]
+	indexLists.Put(list)
 }
 
 // answerJoin applies a join decision: one answer per waiting session.
@@ -848,12 +896,15 @@ func (h *Handler) answerJoin(e *DecisionEvent, out *Queue) error {
 			n++
 		}
 	}
-	waiting := make([]int, 0, n)
+	list := indexLists.Get().(*[]int)
+	defer putIndexList(list)
+	waiting := slices.Grow((*list)[:0], n)
 	for i := range h.sessions {
 		if h.sessions[i].ticket == e.Ticket {
 			waiting = append(waiting, i)
 		}
 	}
+	*list = waiting
 	var missing []string
 	for _, i := range waiting {
 		peer := h.sessions[i].peer
@@ -880,7 +931,7 @@ func (h *Handler) answerJoin(e *DecisionEvent, out *Queue) error {
 			isWaiting[i] = true
 		}
 		for peer := range e.Answer.Sessions {
-			if i, ok := h.many.bySender[peer]; !ok || !isWaiting[i] {
+			if i, ok := h.many.peers.find(h.sessions, peer); !ok || !isWaiting[i] {
 				stale = append(stale, peer)
 			}
 		}

@@ -329,21 +329,24 @@ func (pr *Program) restore(sn *snapshot) (*Handler, error) {
 			} else if st.join && st.child == nil && pr.manyRole >= 0 {
 				atJoin++
 			}
+			if st.join && pr.manyRole >= 0 && s.ticket == 0 {
+				h.many.undecided++
+			}
 		}
 		if pr.manyRole < 0 {
 			h.one[0] = s
 			h.sessions = h.one[:1]
 			continue
 		}
-		if _, ok := h.many.bySender[s.peer]; ok {
+		if _, ok := h.many.peers.find(h.sessions, s.peer); ok {
 			return nil, fmt.Errorf("session %d: %s has two sessions", i, q(s.peer))
 		}
-		if h.many.bySender == nil {
-			h.many.bySender = make(map[string]int, len(sn.Sessions))
+		if h.sessions == nil {
 			h.sessions = make([]session, 0, len(sn.Sessions))
+			h.many.peers.reserve(len(sn.Sessions))
 		}
 		h.sessions = append(h.sessions, s)
-		h.many.bySender[s.peer] = i
+		h.many.peers.add(s.peer)
 	}
 	if ended != sn.Ended {
 		return nil, fmt.Errorf("%d sessions are in a terminal state, the snapshot counts %d", ended, sn.Ended)
