@@ -170,19 +170,30 @@ func validated(name string, src []byte) (any, error) {
 	return c, nil
 }
 
+// benchValidate times op, and reports beside ns/op its time per state
+// (ns/state), the largest live heap it makes (peak-B, from one more
+// untimed run) and, where the process's CPU time can be read, the CPU
+// time the process spent per op while timing it (cpu-ns/op: user and
+// system time of every thread, the collector's included), which on a
+// loaded machine varies far less than the wall time.
 func benchValidate(b *testing.B, n int, op func() (any, error)) {
 	b.ReportAllocs()
+	cpu0, cpuOK := processCPU()
 	for b.Loop() {
 		if _, err := op(); err != nil {
 			b.Fatal(err)
 		}
 	}
+	cpu1, _ := processCPU()
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/state")
 	peak, err := peakLive(op)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.ReportMetric(peak, "peak-B")
+	if cpuOK {
+		b.ReportMetric(float64((cpu1-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+	}
 }
 
 // peakLive runs op once more, untimed, with the collector started at
