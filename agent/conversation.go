@@ -33,8 +33,8 @@ type conversation struct {
 	abortReason   string
 	waiters       []chan waitResult
 	// applied holds the ids of the inbound messages applied, with a store
-	// (see MessageID).
-	applied map[string]struct{}
+	// (see MessageID), sorted; see addApplied.
+	applied []string
 	// decisions holds the decisions decision logic is taking off the
 	// worker. timers and decisions start in the buffers that follow,
 	// which hold as many as a conversation usually has (and waiters its
@@ -168,7 +168,7 @@ func (w *worker) message(msg *forms.Message, ack func(), now time.Time) {
 	id := ""
 	if w.d != nil {
 		if id = MessageID(msg); id != "" && c != nil {
-			if _, dup := c.applied[id]; dup {
+			if c.isApplied(id) {
 				return
 			}
 		}
@@ -180,10 +180,7 @@ func (w *worker) message(msg *forms.Message, ack func(), now time.Time) {
 		}
 	}
 	if id != "" {
-		if c.applied == nil {
-			c.applied = map[string]struct{}{}
-		}
-		c.applied[id] = struct{}{}
+		c.addApplied(id)
 	}
 	if m.o.journal != nil && m.o.journalReceived {
 		w.record(c, now, msg)

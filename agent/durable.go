@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -54,6 +53,9 @@ type durable struct {
 	// what waits too long.
 	sentAt map[uint64]time.Time
 	retry  ClockTimer
+	// snaps is the room left in the chunk the next snapshot is appended
+	// to (see snapshot).
+	snaps []byte
 	// pending counts the commits handed to the committer and not yet
 	// released, last being the latest; the committer puts the done ones
 	// in committed, in order, and signals them on wake. free holds
@@ -145,7 +147,7 @@ func (w *worker) flush() {
 		return
 	}
 	for c := range d.dirty {
-		sc, err := storedOf(c)
+		sc, err := d.storedOf(c)
 		if err != nil {
 			w.log(c, slog.LevelError, "conversation not stored", "error", err)
 			continue
@@ -256,8 +258,8 @@ func (d *durable) forget(c *conversation) {
 }
 
 // storedOf is c as a Store keeps it.
-func storedOf(c *conversation) (StoredConversation, error) {
-	snap, err := c.h.Snapshot()
+func (d *durable) storedOf(c *conversation) (StoredConversation, error) {
+	snap, err := d.snapshot(c.h)
 	if err != nil {
 		return StoredConversation{}, err
 	}
@@ -269,10 +271,56 @@ func storedOf(c *conversation) (StoredConversation, error) {
 	if c.parent != nil {
 		sc.Parent, sc.ParentSession, sc.ParentEpoch = c.parent.id, c.parentSession, c.parentEpoch
 	}
-	if len(c.applied) > 0 {
-		sc.Applied = slices.Sorted(maps.Keys(c.applied))
-	}
+	sc.Applied = c.applied
 	return sc, nil
+}
+
+// snapChunk is the size of the chunks a worker appends the snapshots of
+// the conversations it commits to (16 KiB), and snapRoom the room a chunk
+// must have left for the next snapshot to be appended to it (1 KiB, more
+// than most snapshots take): a chunk carries the snapshots of many
+// conversations in one allocation. A Store that keeps a snapshot keeps
+// its chunk, so one that keeps them all holds at most 16 KiB beyond each.
+const (
+	snapChunk = 16 << 10
+	snapRoom  = 1 << 10
+)
+
+// snapshot returns h's engine snapshot, appended to the room left in d's
+// chunk. A chunk is never written over, since a Store may keep the
+// snapshots of the batches it commits: the chunk lives as long as one
+// of them does.
+func (d *durable) snapshot(h *engine.Handler) ([]byte, error) {
+	if cap(d.snaps) < snapRoom {
+		d.snaps = make([]byte, 0, snapChunk)
+	}
+	b, err := h.AppendSnapshot(d.snaps[:0])
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > cap(d.snaps) {
+		// it did not fit, and append gave it room of its own
+		return b[:len(b):len(b)], nil
+	}
+	d.snaps = d.snaps[len(b):len(b)]
+	return b[:len(b):len(b)], nil
+}
+
+// isApplied reports whether c has applied the message id names (see
+// MessageID).
+func (c *conversation) isApplied(id string) bool {
+	_, ok := slices.BinarySearch(c.applied, id)
+	return ok
+}
+
+// addApplied records that c has applied the message id names. c.applied
+// stays sorted, so that storedOf stores it as it is, and becomes a new
+// slice: the records committed before share the old one, and a Store
+// may keep them.
+func (c *conversation) addApplied(id string) {
+	if i, ok := slices.BinarySearch(c.applied, id); !ok {
+		c.applied = slices.Insert(slices.Clip(c.applied), i, id)
+	}
 }
 
 // queueSend holds msg until the commit, and keeps it in the outbox until
@@ -479,10 +527,8 @@ func (w *worker) resume(r *resumeReq, now time.Time) {
 		c := &conversation{id: x.sc.ID, h: x.h, opener: x.sc.Opener, children: x.sc.Children,
 			endedAt: x.sc.Ended, outcome: x.sc.Outcome, abortReason: x.sc.Abort}
 		if len(x.sc.Applied) > 0 {
-			c.applied = make(map[string]struct{}, len(x.sc.Applied))
-			for _, id := range x.sc.Applied {
-				c.applied[id] = struct{}{}
-			}
+			// a copy, sorted whatever order the store kept
+			c.applied = slices.Compact(slices.Sorted(slices.Values(x.sc.Applied)))
 		}
 		w.add(c)
 		m.total.v.Add(1) // a restored conversation counts, but is not refused
