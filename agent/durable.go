@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -45,9 +46,9 @@ type durable struct {
 	dirty map[*conversation]struct{}
 	commitLists
 	// outbox holds the unacknowledged messages by Seq, and byID finds
-	// them by MessageID.
+	// them by their sender and reply-with (see keyOf).
 	outbox map[uint64]*OutboxEntry
-	byID   map[string]uint64
+	byID   map[msgKey]uint64
 	// sentAt says when each outbox entry was last sent (an entry whose
 	// commit is not done has none); retry is the alarm that sends again
 	// what waits too long.
@@ -124,7 +125,7 @@ type release struct {
 }
 
 func newDurable() *durable {
-	return &durable{dirty: map[*conversation]struct{}{}, outbox: map[uint64]*OutboxEntry{}, byID: map[string]uint64{}, sentAt: map[uint64]time.Time{}, wake: make(chan struct{}, 1)}
+	return &durable{dirty: map[*conversation]struct{}{}, outbox: map[uint64]*OutboxEntry{}, byID: map[msgKey]uint64{}, sentAt: map[uint64]time.Time{}, wake: make(chan struct{}, 1)}
 }
 
 // touch marks c changed, to be committed with the current inputs.
@@ -204,7 +205,7 @@ func (w *worker) released() {
 	now := w.m.o.clock.Now()
 	for _, r := range done {
 		for _, s := range r.sends {
-			if seq, ok := d.byID[MessageID(s.msg)]; ok {
+			if seq, ok := d.byID[keyOf(s.msg)]; ok {
 				d.sentAt[seq] = now
 			}
 			w.out.queueMsg(s)
@@ -251,7 +252,7 @@ func (d *durable) forget(c *conversation) {
 		if e.Conversation == c.id {
 			delete(d.outbox, seq)
 			delete(d.sentAt, seq)
-			delete(d.byID, MessageID(e.Message))
+			delete(d.byID, keyOf(e.Message))
 			d.batch.Acked = append(d.batch.Acked, seq)
 		}
 	}
@@ -327,15 +328,14 @@ func (c *conversation) addApplied(id string) {
 // its receivers acknowledge it.
 func (w *worker) queueSend(c *conversation, msg *forms.Message) {
 	d := w.d
-	id := MessageID(msg)
-	if id == "" {
+	if msg.ReplyWith == "" { // no MessageID
 		d.sends = append(d.sends, outMsg{conv: c.id, msg: msg})
 		return
 	}
 	defer func() { d.sends[len(d.sends)-1].keep = true }()
 	e := &OutboxEntry{Seq: w.m.seq.Add(1), Conversation: c.id, Message: msg, Pending: slices.Clone(msg.Receivers)}
 	d.outbox[e.Seq] = e
-	d.byID[id] = e.Seq
+	d.byID[keyOf(msg)] = e.Seq
 	d.batch.Send = append(d.batch.Send, *e)
 	d.sends = append(d.sends, outMsg{conv: c.id, msg: msg})
 }
@@ -377,8 +377,32 @@ func (w *worker) kept(msg *forms.Message) bool {
 	if w.d == nil {
 		return false
 	}
-	_, ok := w.d.byID[MessageID(msg)]
+	_, ok := w.d.byID[keyOf(msg)]
 	return ok
+}
+
+// msgKey is a sent message's MessageID as its two parts: the outbox
+// finds its entries by it without joining them into a new string.
+type msgKey struct{ sender, replyWith string }
+
+// keyOf returns the key of m.
+func keyOf(m *forms.Message) msgKey { return msgKey{m.Sender, m.ReplyWith} }
+
+// find returns the key and Seq of the outbox entry of the message id
+// names (see MessageID), if d has one. A sender may hold the separator
+// too, so every place it is at is tried, first to last.
+func (d *durable) find(id string) (msgKey, uint64, bool) {
+	for i := 0; ; {
+		j := strings.IndexByte(id[i:], 0)
+		if j < 0 {
+			return msgKey{}, 0, false
+		}
+		k := msgKey{id[:i+j], id[i+j+1:]}
+		if seq, ok := d.byID[k]; ok {
+			return k, seq, true
+		}
+		i += j + 1
+	}
 }
 
 // acked records that receiver acknowledged the message id names.
@@ -387,7 +411,7 @@ func (w *worker) acked(id, receiver string) {
 	if d == nil {
 		return
 	}
-	seq, ok := d.byID[id]
+	k, seq, ok := d.find(id)
 	if !ok {
 		return
 	}
@@ -404,7 +428,7 @@ func (w *worker) acked(id, receiver string) {
 		return
 	}
 	delete(d.outbox, seq)
-	delete(d.byID, id)
+	delete(d.byID, k)
 	delete(d.sentAt, seq)
 	d.batch.Acked = append(d.batch.Acked, seq)
 }
@@ -568,8 +592,8 @@ func (w *worker) resume(r *resumeReq, now time.Time) {
 	slices.SortFunc(r.outbox, func(a, b OutboxEntry) int { return cmp.Compare(a.Seq, b.Seq) })
 	for _, e := range r.outbox {
 		w.d.outbox[e.Seq] = &e
-		if id := MessageID(e.Message); id != "" {
-			w.d.byID[id] = e.Seq
+		if e.Message.ReplyWith != "" {
+			w.d.byID[keyOf(e.Message)] = e.Seq
 		}
 		w.d.sends = append(w.d.sends, outMsg{conv: e.Conversation, msg: e.Message, keep: true})
 	}
