@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -388,30 +387,14 @@ type msgKey struct{ sender, replyWith string }
 // keyOf returns the key of m.
 func keyOf(m *forms.Message) msgKey { return msgKey{m.Sender, m.ReplyWith} }
 
-// find returns the key and Seq of the outbox entry of the message id
-// names (see MessageID), if d has one. A sender may hold the separator
-// too, so every place it is at is tried, first to last.
-func (d *durable) find(id string) (msgKey, uint64, bool) {
-	for i := 0; ; {
-		j := strings.IndexByte(id[i:], 0)
-		if j < 0 {
-			return msgKey{}, 0, false
-		}
-		k := msgKey{id[:i+j], id[i+j+1:]}
-		if seq, ok := d.byID[k]; ok {
-			return k, seq, true
-		}
-		i += j + 1
-	}
-}
-
-// acked records that receiver acknowledged the message id names.
-func (w *worker) acked(id, receiver string) {
+// acked records that receiver acknowledged msg.
+func (w *worker) acked(msg *forms.Message, receiver string) {
 	d := w.d
 	if d == nil {
 		return
 	}
-	k, seq, ok := d.find(id)
+	k := keyOf(msg)
+	seq, ok := d.byID[k]
 	if !ok {
 		return
 	}
@@ -436,16 +419,17 @@ func (w *worker) acked(id, receiver string) {
 // Acknowledge tells the manager that receiver has applied m, a message
 // this manager sent: with a store, m leaves the outbox once every
 // receiver has acknowledged it. Transports call it; the Bus does when the
-// receiver's commit is done. It is safe to call more than once.
+// receiver's commit is done. It is safe to call more than once. The
+// manager reads m's sender and reply-with after Acknowledge returns: m
+// must not change (the messages a manager sends never do).
 func (m *Manager) Acknowledge(receiver string, msg *forms.Message) {
 	if m.o.store == nil || m.closed.Load() {
 		return
 	}
-	id := MessageID(msg)
-	if id == "" {
+	if msg.ReplyWith == "" { // no MessageID
 		return
 	}
-	_ = m.workerOf(msg.ConversationID).push(input{kind: inAck, conv: id, extra: &inputExtra{from: receiver}}, false) // fails only once closed
+	_ = m.workerOf(msg.ConversationID).push(input{kind: inAck, msg: msg, extra: &inputExtra{from: receiver}}, false) // fails only once closed
 }
 
 // Resume loads the conversations of the manager's store and carries them

@@ -392,7 +392,7 @@ func (w *worker) handle(in *input) {
 		}
 		w.message(in.msg, ack, now)
 	case inAck:
-		w.acked(in.conv, in.extra.from)
+		w.acked(in.msg, in.extra.from)
 	case inRetry:
 		w.retry(now)
 	case inResume:
