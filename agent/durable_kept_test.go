@@ -38,16 +38,14 @@ func (s *recordKeepingStore) Commit(b *agent.Batch) error {
 
 func (s *recordKeepingStore) Close() error { return nil }
 
-// TestKeptRecordsStayAsCommitted: a store may keep the conversations a
-// commit hands it; the snapshots and applied ids it kept must not change
-// when the manager commits those conversations again, though the
-// manager appends many snapshots to one buffer and adds applied ids to a
-// sorted list.
-func TestKeptRecordsStayAsCommitted(t *testing.T) {
+// newRequestPair connects alice and bob, with stores, over a bus, both
+// running fipa-request: alice starts with the request, bob agrees and
+// informs. The end of t closes them.
+func newRequestPair(t *testing.T, ctx context.Context, stores map[string]agent.Store) (*agent.Bus, map[string]*agent.Manager) {
+	t.Helper()
 	p, err := policies.Load("fipa-request")
 	require.NoError(t, err)
 	bus := agent.NewBus()
-	stores := map[string]*recordKeepingStore{"alice": {}, "bob": {}}
 	deciders := map[string]decision.Func{
 		"alice": func(_ context.Context, req *decision.Request) (decision.Answer, error) {
 			if req.Point == "start" {
@@ -65,8 +63,6 @@ func TestKeptRecordsStayAsCommitted(t *testing.T) {
 			return decision.Answer{}, decision.ErrNoDecision
 		},
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 	managers := map[string]*agent.Manager{}
 	for _, name := range []string{"alice", "bob"} {
 		m, err := agent.NewManager(name, agent.WithLogger(nil), agent.WithDecider(deciders[name]), agent.WithStore(stores[name]))
@@ -75,8 +71,25 @@ func TestKeptRecordsStayAsCommitted(t *testing.T) {
 		require.NoError(t, m.Resume(ctx))
 		require.NoError(t, bus.Connect(m))
 		managers[name] = m
-		defer func() { assert.NoError(t, m.Close(ctx)) }()
+		t.Cleanup(func() {
+			cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			assert.NoError(t, m.Close(cctx))
+		})
 	}
+	return bus, managers
+}
+
+// TestKeptRecordsStayAsCommitted: a store may keep the conversations a
+// commit hands it; the snapshots and applied ids it kept must not change
+// when the manager commits those conversations again, though the
+// manager appends many snapshots to one buffer and adds applied ids to a
+// sorted list.
+func TestKeptRecordsStayAsCommitted(t *testing.T) {
+	stores := map[string]*recordKeepingStore{"alice": {}, "bob": {}}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	bus, managers := newRequestPair(t, ctx, map[string]agent.Store{"alice": stores["alice"], "bob": stores["bob"]})
 	const conversations = 200 // enough snapshots to fill several buffers
 	var wg sync.WaitGroup
 	errs := make([]error, conversations)

@@ -10,8 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/parleyhq/parley/agent"
-	"github.com/parleyhq/parley/decision"
-	"github.com/parleyhq/parley/policies"
 )
 
 // keepingStore keeps the outbox entries of every commit as values, as
@@ -38,39 +36,10 @@ func (s *keepingStore) Close() error { return nil }
 // receivers. The manager removed the receiver from the entry's Pending
 // in place, which the kept entry shared, leaving it an empty name.
 func TestAnAcknowledgementLeavesTheCommittedEntryAsItWas(t *testing.T) {
-	p, err := policies.Load("fipa-request")
-	require.NoError(t, err)
-	bus := agent.NewBus()
 	stores := map[string]*keepingStore{"alice": {}, "bob": {}}
-	deciders := map[string]decision.Func{
-		"alice": func(_ context.Context, req *decision.Request) (decision.Answer, error) {
-			if req.Point == "start" {
-				return decision.Answer{Choice: "request", Content: req.Content, ReplyBy: time.Now().Add(time.Minute)}, nil
-			}
-			return decision.Answer{}, decision.ErrNoDecision
-		},
-		"bob": func(_ context.Context, req *decision.Request) (decision.Answer, error) {
-			switch req.Point {
-			case "requested":
-				return decision.Answer{Choice: "agree"}, nil
-			case "agreed":
-				return decision.Answer{Choice: "inform-result", Content: map[string]any{"result": "done"}}, nil
-			}
-			return decision.Answer{}, decision.ErrNoDecision
-		},
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	managers := map[string]*agent.Manager{}
-	for _, name := range []string{"alice", "bob"} {
-		m, err := agent.NewManager(name, agent.WithLogger(nil), agent.WithDecider(deciders[name]), agent.WithStore(stores[name]))
-		require.NoError(t, err)
-		require.NoError(t, m.Register(p))
-		require.NoError(t, m.Resume(ctx))
-		require.NoError(t, bus.Connect(m))
-		managers[name] = m
-		defer func() { assert.NoError(t, m.Close(ctx)) }()
-	}
+	bus, managers := newRequestPair(t, ctx, map[string]agent.Store{"alice": stores["alice"], "bob": stores["bob"]})
 	conv, err := managers["alice"].Start(ctx, agent.StartRequest{Policy: "fipa-request", Role: "Initiator",
 		Peers: map[string][]string{"Participant": {"bob"}}, Data: map[string]any{"action": "x"}})
 	require.NoError(t, err)
