@@ -145,6 +145,13 @@ type transProg struct {
 	// field among its state's recvFields when the limit check's kinds
 	// hold it; -1 otherwise.
 	guardAt int
+	// presenceAt is, for a receive whose form's match rule is decided by
+	// whether content holds one field (decision.Expression.Presence),
+	// the position of that field among its state's recvFields when the
+	// limit check's kinds hold it; -1 otherwise. ifPresent and ifAbsent
+	// are what the rule gives with the field and without it.
+	presenceAt          int
+	ifPresent, ifAbsent bool
 }
 
 type setProg struct {
@@ -163,6 +170,8 @@ type setProg struct {
 type msgProg struct {
 	name string
 	form *forms.Form
+	// match is the type's match rule, nil for none.
+	match *decision.Expression
 	// commitment operations this message performs: commitment index and
 	// operation.
 	ops []commitOp
@@ -268,7 +277,7 @@ func build(p *policy.Policy, role string, proj *policy.Projection, o *compileOpt
 		if err != nil {
 			return nil, err
 		}
-		pr.msgs = append(pr.msgs, msgProg{name: m.Name, form: form})
+		pr.msgs = append(pr.msgs, msgProg{name: m.Name, form: form, match: exprs[m.Match]})
 	}
 	timerIdx := map[string]int{}
 	for i, t := range p.Timers {
@@ -366,7 +375,7 @@ func build(p *policy.Policy, role string, proj *policy.Projection, o *compileOpt
 		}
 		for _, lt := range ls.Transitions {
 			t := lt.Transition()
-			tp := transProg{next: lt.Next, timer: -1, msg: -1, peer: -1, outcome: t.Outcome, guardAt: -1}
+			tp := transProg{next: lt.Next, timer: -1, msg: -1, peer: -1, outcome: t.Outcome, guardAt: -1, presenceAt: -1}
 			if t.Guard != nil {
 				tp.guard = exprs[t.Guard]
 			}
@@ -420,6 +429,7 @@ func build(p *policy.Policy, role string, proj *policy.Projection, o *compileOpt
 		placeFields(sp.recvs, &sp.recvFields)
 		placeFields(sp.sends, &sp.sendFields)
 		sp.guardField = placeGuards(sp.recvs, &sp.recvFields)
+		placePresences(pr, sp.recvs, &sp.recvFields)
 		pr.states = append(pr.states, sp)
 	}
 	pr.initial = 0
@@ -489,6 +499,23 @@ func placeGuards(list []transProg, fs *forms.Fields) int {
 		}
 	}
 	return first
+}
+
+// placePresences sets the presenceAt, ifPresent and ifAbsent of each
+// transition of list, whose forms' fields are fs.
+func placePresences(pr *Program, list []transProg, fs *forms.Fields) {
+	for k := range list {
+		t := &list[k]
+		match := pr.msgs[t.msg].match
+		if match == nil {
+			continue
+		}
+		if name, present, absent, ok := match.Presence(); ok {
+			if at := fs.Position(name); at >= 0 && at < forms.MaxKinds {
+				t.presenceAt, t.ifPresent, t.ifAbsent = at, present, absent
+			}
+		}
+	}
 }
 
 // allowText describes what a state accepts from peers, for the reason of

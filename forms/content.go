@@ -294,6 +294,10 @@ func (k Kinds) Found(j int) bool {
 	return v != kindUnknown && v != kindAbsent
 }
 
+// Absent reports whether the j-th field was looked up and not found:
+// content does not hold it.
+func (k Kinds) Absent(j int) bool { return k.of(j) == kindAbsent }
+
 // of returns the j-th field's kind (unknown for a j that is out of range).
 func (k Kinds) of(j int) kind {
 	if j < 0 || j >= MaxKinds {

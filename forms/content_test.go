@@ -169,7 +169,8 @@ func TestFieldsOf(t *testing.T) {
 }
 
 // CheckContentField is CheckContentKinds, and hands back the value of
-// the field asked for exactly when the kinds say it was found.
+// the field asked for exactly when the kinds say it was found; a field
+// the kinds say is absent is not in the content.
 func TestFieldsCheckContentField(t *testing.T) {
 	fs := fieldsNamed(t, "a", "b", "c")
 	values := []any{nil, "x", 1, 1.5, true, time.Second, math.NaN(), []any{1}, map[string]any{"k": 1}}
@@ -183,6 +184,14 @@ func TestFieldsCheckContentField(t *testing.T) {
 			kinds, v, err := fs.CheckContentField(c, forms.DefaultLimits, j)
 			require.Equal(t, wantErr, err, "content %v, field %d", c, j)
 			assert.Equal(t, wantKinds, kinds, "content %v, field %d", c, j)
+			if kinds.Absent(j) {
+				assert.False(t, kinds.Found(j), "content %v, field %d: found and absent", c, j)
+				for _, n := range []string{"a", "b", "c"} {
+					if fs.Position(n) == j {
+						assert.NotContains(t, c, n, "content %v, field %d: absent", c, j)
+					}
+				}
+			}
 			if j < 0 || j >= fs.Len() || !kinds.Found(j) {
 				assert.Nil(t, v, "content %v, field %d", c, j)
 				continue
