@@ -46,6 +46,9 @@ type Program struct {
 	// litVars holds the transitions' litVars, by mapID: the variables
 	// sessions share (see sharesVars).
 	litVars map[unsafe.Pointer]bool
+	// spillDL, spillSrc and spillCm lay out a session's spill, of
+	// spillWords words; 0 when it needs none (see layOutSpill).
+	spillDL, spillSrc, spillCm, spillWords int
 }
 
 // sharesVars says whether vars is a transition's litVars, which sessions
@@ -434,6 +437,7 @@ func build(p *policy.Policy, role string, proj *policy.Projection, o *compileOpt
 	}
 	pr.initial = 0
 	pr.multiPeer = holdsEarly(pr)
+	pr.layOutSpill()
 	for k := range pr.states {
 		sp := &pr.states[k]
 		for j := range sp.recvs {

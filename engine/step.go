@@ -73,7 +73,7 @@ func (h *Handler) step(e *MessageEvent, out *Queue) bool {
 	if !h.boundTo(0, t.peer, m.Sender) {
 		return false
 	}
-	if len(s.deadlines) > 0 {
+	if len(sp.arms) > 0 {
 		if late, _ := h.isLate(s, e.At, t.peer); late {
 			return false
 		}

@@ -233,7 +233,7 @@ func (w *stepWalk) processFast(in Event) error {
 		} else {
 			w.stepped++
 		}
-		if len(w.fast.held) > 0 {
+		if len(w.fast.heldList()) > 0 {
 			w.fast.deliverHeld(e.At, &w.qf)
 		}
 		return nil
@@ -246,7 +246,7 @@ func (w *stepWalk) processSlow(in Event) error { return w.process(w.slow, in, &w
 
 func (w *stepWalk) process(h *Handler, in Event, out *Queue) error {
 	err := h.dispatch(in, out)
-	if len(h.held) > 0 && err == nil {
+	if len(h.heldList()) > 0 && err == nil {
 		h.deliverHeld(eventTime(in), out)
 	}
 	return err
