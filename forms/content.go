@@ -104,12 +104,16 @@ func checkContent(content map[string]any, l Limits) error {
 	c := contentCheck{l: l.orDefault(), subject: "content"}
 	// The fields first, without a stack: most content nests nothing.
 	nested := false
+	left := len(content)
 	for k, v := range content {
 		c.bytes += len(k)
 		if !c.value(v) {
 			return c.err()
 		}
 		nested = nested || isContainer(v)
+		if left--; left == 0 {
+			break // that was the last: the iterator need not look for another
+		}
 	}
 	if nested {
 		c.walkFields(content)
