@@ -105,7 +105,7 @@ type Handler struct {
 	held *heldBox
 	// Storage for the common case, so a handler is one allocation: one
 	// session, and the agent of each of up to two roles (peerArr); with
-	// more roles, morePeers points to the first of them (see peers).
+	// more roles, morePeers points to room of their own (see peers).
 	one       [1]session
 	peerArr   [2]string
 	morePeers *string
@@ -226,13 +226,20 @@ func (h *Handler) makePeers() {
 }
 
 // peers returns the agent bound to each role, "" for none yet (the
-// handler's own agent for its role): inside the handler when there are
-// few roles.
+// handler's own agent for its role).
 func (h *Handler) peers() []string {
 	if h.morePeers != nil {
 		return unsafe.Slice(h.morePeers, len(h.prog.roles))
 	}
 	return h.peerArr[:len(h.prog.roles)]
+}
+
+// peer returns where the agent bound to role r is kept (see peers).
+func (h *Handler) peer(r int) *string {
+	if h.morePeers == nil {
+		return &h.peerArr[r]
+	}
+	return &h.peers()[r]
 }
 
 // heldBox holds a handler's held messages, the first in place.
@@ -457,7 +464,7 @@ func (h *Handler) agentOf(i, r int) string {
 	if r == h.prog.manyRole {
 		return h.sessions[i].peer
 	}
-	return h.peers()[r]
+	return *h.peer(r)
 }
 
 func (h *Handler) next() uint64 {

@@ -500,8 +500,10 @@ func (h *Handler) apply(i int, t *transProg, m *forms.Message, at time.Time, out
 	h.countMessage(i)
 	if !sent {
 		h.noteReceived(s, t, m)
-	} else if r := t.peer; r != pr.manyRole && h.peers()[r] == "" && len(m.Receivers) > 0 {
-		h.peers()[r] = m.Receivers[0]
+	} else if r := t.peer; r != pr.manyRole && len(m.Receivers) > 0 {
+		if p := h.peer(r); *p == "" {
+			*p = m.Receivers[0]
+		}
 	}
 	if t.msgWork {
 		h.applyMessage(i, t.msg, m, at, out)
@@ -514,9 +516,19 @@ func (h *Handler) apply(i int, t *transProg, m *forms.Message, at time.Time, out
 // transition t, for in-reply-to, duplicates and decisions, and binds t's
 // role to m's sender if no agent plays it yet.
 func (h *Handler) noteReceived(s *session, t *transProg, m *forms.Message) {
+	var bound *string
+	if r := t.peer; r != h.prog.manyRole {
+		bound = h.peer(r)
+	}
+	noteMessage(s, t, m, bound)
+}
+
+// noteMessage is noteReceived, given where the agent playing t's role
+// is kept (nil for the many role, whose agent is the session's peer).
+func noteMessage(s *session, t *transProg, m *forms.Message, bound *string) {
 	s.lastReplyWith, s.lastInReplyTo, s.lastMsg, s.lastSender, s.content = m.ReplyWith, m.InReplyTo, int32(t.msg+1), m.Sender, m.Content
-	if r := t.peer; r != h.prog.manyRole && h.peers()[r] == "" {
-		h.peers()[r] = m.Sender
+	if bound != nil && *bound == "" {
+		*bound = m.Sender
 	}
 }
 

@@ -69,8 +69,10 @@ func (h *Handler) step(e *MessageEvent, out *Queue) bool {
 	}
 	// received's classify would go on to a later transition bound to
 	// the sender; this one, bound to another agent, is received's to
-	// report or take.
-	if !h.boundTo(0, t.peer, m.Sender) {
+	// report or take. (boundTo, for a handler without a many role; the
+	// quiet transition below binds the role through bound.)
+	bound := h.peer(t.peer)
+	if *bound != "" && *bound != m.Sender {
 		return false
 	}
 	if len(sp.arms) > 0 {
@@ -93,7 +95,7 @@ func (h *Handler) step(e *MessageEvent, out *Queue) bool {
 	}
 	// apply, and enter, for a transition that only changes the state.
 	h.countMessage(0)
-	h.noteReceived(s, t, m)
+	noteMessage(s, t, m, bound)
 	s.timedOutFrom = -1
 	h.countVisit(0, t.next)
 	h.changeState(0, t.next)
