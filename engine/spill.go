@@ -28,13 +28,17 @@ func (pr *Program) layOutSpill() {
 	pr.spillWords = pr.spillCm + commitWords*len(pr.commits)
 }
 
-// spillOf returns session s's block, allocating it the first time.
-func (pr *Program) spillOf(s *session) []int64 {
+// spillAt returns the n words of session s's block from word off,
+// within the block (the program's layout), allocating the block the
+// first time.
+func (pr *Program) spillAt(s *session, off, n int) unsafe.Pointer {
 	if s.spill == nil {
-		b := make([]int64, pr.spillWords)
-		s.spill = &b[0]
+		s.spill = &make([]int64, pr.spillWords)[0]
 	}
-	return unsafe.Slice(s.spill, pr.spillWords)
+	if off < 0 || n < 0 || off+n > pr.spillWords {
+		panic("engine: outside a session's spill") // a bug in the layout, not in any input
+	}
+	return unsafe.Add(unsafe.Pointer(s.spill), off*8)
 }
 
 // deadlineSlots returns the room for the deadlines of n timers in
@@ -46,7 +50,7 @@ func (pr *Program) deadlineSlots(s *session, n int) []int64 {
 	case pr.spillWords == 0:
 		return s.dl[:n]
 	}
-	return pr.spillOf(s)[pr.spillDL : pr.spillDL+n]
+	return unsafe.Slice((*int64)(pr.spillAt(s, pr.spillDL, n)), n)
 }
 
 // srcSlots returns the room for session s's deadline sources.
@@ -55,7 +59,7 @@ func (pr *Program) srcSlots(s *session) []int64 {
 	if pr.spillWords == 0 {
 		return s.src[:n]
 	}
-	return pr.spillOf(s)[pr.spillSrc : pr.spillSrc+n]
+	return unsafe.Slice((*int64)(pr.spillAt(s, pr.spillSrc, n)), n)
 }
 
 // commitSlots returns the room for session s's commitments.
@@ -64,8 +68,7 @@ func (pr *Program) commitSlots(s *session) []commitInst {
 	if pr.spillWords == 0 || n == 0 {
 		return s.cm[:n]
 	}
-	b := pr.spillOf(s)[pr.spillCm:]
-	return unsafe.Slice((*commitInst)(unsafe.Pointer(&b[0])), n)
+	return unsafe.Slice((*commitInst)(pr.spillAt(s, pr.spillCm, commitWords*n)), n)
 }
 
 // deadlines returns, for each timer session s's state armed, when it
