@@ -2,6 +2,7 @@ package forms_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"math"
 	"slices"
@@ -131,6 +132,60 @@ func TestFieldsCheckContent(t *testing.T) {
 			})
 		}
 	}
+}
+
+// A Fields that has learned a name besides its own (the first content
+// held alone besides them) gives CheckContent's answer whatever that
+// field or the others hold, whichever name it learned.
+func TestFieldsCheckContentWithALearnedName(t *testing.T) {
+	for _, tt := range contentCases() {
+		keys := slices.Sorted(maps.Keys(tt.content))
+		for j, learned := range append(slices.Clone(keys), "other") {
+			t.Run(fmt.Sprintf("%s/learned %s", tt.name, policy.Quote(learned)), func(t *testing.T) {
+				own := slices.Delete(slices.Clone(keys), min(j, len(keys)), min(j+1, len(keys)))
+				fields := fieldsNamed(t, own...)
+				require.NoError(t, fields.CheckContent(map[string]any{learned: nil}, forms.DefaultLimits))
+				require.NoError(t, fields.CheckContent(map[string]any{"never": nil}, forms.DefaultLimits))
+				want := forms.CheckContent(tt.content, tt.limits)
+				for range 3 {
+					got := fields.CheckContent(tt.content, tt.limits)
+					if want == nil {
+						require.NoError(t, got)
+						continue
+					}
+					require.Error(t, got)
+					assert.Equal(t, want.Error(), got.Error())
+				}
+			})
+		}
+	}
+}
+
+// A name longer than MaxOtherName is not learned, and one that is
+// learned does not take another's place: content holding either is
+// still checked as CheckContent does.
+func TestFieldsCheckContentLearnsOneShortName(t *testing.T) {
+	long := strings.Repeat("n", forms.MaxOtherName+1)
+	fields := fieldsNamed(t, "a")
+	for _, c := range []map[string]any{
+		{long: 1}, {long: math.NaN()}, {"b": 1}, {"c": 1}, {"b": math.NaN(), "a": 1}, {"c": math.NaN(), "a": 1},
+		{"b": []any{math.Inf(1)}}, {"b": strings.Repeat("x", 1<<20)}, {"a": 1, "b": 2, "c": 3},
+	} {
+		want := forms.CheckContent(c, forms.DefaultLimits)
+		assert.Equal(t, want, fields.CheckContent(c, forms.DefaultLimits), "%v", slices.Sorted(maps.Keys(c)))
+	}
+}
+
+func TestFieldsCheckContentWithALearnedNameDoesNotAllocate(t *testing.T) {
+	fields := fieldsNamed(t, "a")
+	content := map[string]any{"a": 1, "action": "x"}
+	require.NoError(t, fields.CheckContent(map[string]any{"action": 1}, forms.DefaultLimits))
+	allocs := testing.AllocsPerRun(100, func() {
+		if err := fields.CheckContent(content, forms.DefaultLimits); err != nil {
+			t.Fatal(err)
+		}
+	})
+	assert.Zero(t, allocs)
 }
 
 // fieldsNamed returns the Fields of two message types that declare names
