@@ -236,6 +236,12 @@ func (fs *Fields) check(content map[string]any, l Limits, want int) (Kinds, any,
 	var kinds Kinds
 	var wanted any
 	for j, k := range fs.names {
+		if found == len(content) {
+			// Every field is found: content holds none of the other
+			// names, which need no looking up.
+			kinds |= fs.none & (^Kinds(0) << (4 * uint(j)))
+			break
+		}
 		v, ok := content[k]
 		if !ok {
 			kinds = kinds.with(j, kindAbsent)

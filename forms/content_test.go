@@ -266,6 +266,56 @@ func TestFieldsCheckContentField(t *testing.T) {
 	}
 }
 
+// Content of scalar fields of the set is decided by looking them up,
+// and the kinds tell every name's presence, those after the last field
+// found included, for a Fields of more names than Kinds holds too.
+func TestFieldsCheckContentKindsTellEveryName(t *testing.T) {
+	names := make([]string, forms.MaxKinds+2)
+	for j := range names {
+		names[j] = fmt.Sprintf("f%d", j)
+	}
+	tests := []struct {
+		name string
+		has  []int // the positions of names content holds
+	}{
+		{"the first", []int{0}},
+		{"the second", []int{1}},
+		{"the first and the third", []int{0, 2}},
+		{"the last Kinds holds", []int{forms.MaxKinds - 1}},
+		{"one beyond", []int{forms.MaxKinds}},
+		{"the first and one beyond", []int{0, forms.MaxKinds + 1}},
+		{"all", func() []int {
+			all := make([]int, len(names))
+			for j := range all {
+				all[j] = j
+			}
+			return all
+		}()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs := fieldsNamed(t, names...)
+			content := map[string]any{}
+			for _, j := range tt.has {
+				content[names[j]] = j
+			}
+			kinds, err := fs.CheckContentKinds(content, forms.DefaultLimits)
+			require.NoError(t, err)
+			for _, n := range names {
+				j := fs.Position(n)
+				require.GreaterOrEqual(t, j, 0)
+				_, in := content[n]
+				if j >= forms.MaxKinds {
+					assert.False(t, kinds.Found(j) || kinds.Absent(j), "%s: beyond Kinds, unknown", n)
+					continue
+				}
+				assert.Equal(t, in, kinds.Found(j), "%s found", n)
+				assert.Equal(t, !in, kinds.Absent(j), "%s absent", n)
+			}
+		})
+	}
+}
+
 func TestFieldsCheckContentDoesNotAllocate(t *testing.T) {
 	content := typicalContent()
 	fields := fieldsNamed(t, slices.Collect(maps.Keys(content))...)
