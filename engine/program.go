@@ -98,6 +98,10 @@ type stateProg struct {
 	// and sends declare: content is checked against the limits by looking
 	// them up (see forms.Fields).
 	recvFields, sendFields forms.Fields
+	// recvOrder holds, when recvMatch, the indices of recvs in the order
+	// classifying considers them: those whose forms have a match rule
+	// first, then the others, each in recvs' order.
+	recvOrder []int32
 	// guardField is the guardAt of the first receive that has one, or
 	// -1: step has the limit check return the value of that field.
 	guardField int
@@ -428,6 +432,9 @@ func build(p *policy.Policy, role string, proj *policy.Projection, o *compileOpt
 		sp.leaving = len(sp.arms) > 0 || sp.join
 		sp.entering = sp.leaving || sp.terminal || sp.child != nil || len(sp.sends) > 0
 		sp.recvMatch, sp.sendMatch = hasMatchRule(pr, sp.recvs), hasMatchRule(pr, sp.sends)
+		if sp.recvMatch {
+			sp.recvOrder = matchFirst(sp.recvs)
+		}
 		sp.recvFields, sp.sendFields = fieldsOf(sp.recvs), fieldsOf(sp.sends)
 		placeFields(sp.recvs, &sp.recvFields)
 		placeFields(sp.sends, &sp.sendFields)
@@ -446,6 +453,20 @@ func build(p *policy.Policy, role string, proj *policy.Projection, o *compileOpt
 		}
 	}
 	return pr, nil
+}
+
+// matchFirst returns the indices of list, those whose forms have a
+// match rule first, then the others, each in list's order.
+func matchFirst(list []transProg) []int32 {
+	order := make([]int32, 0, len(list))
+	for _, match := range []bool{true, false} {
+		for k := range list {
+			if list[k].hasMatch == match {
+				order = append(order, int32(k))
+			}
+		}
+	}
+	return order
 }
 
 // fieldsOf returns the fields the message types of list declare.

@@ -109,24 +109,23 @@ func (h *Handler) step(e *MessageEvent, out *Queue) bool {
 func (h *Handler) stepMatch(sp *stateProg, m *forms.Message, kinds forms.Kinds, val any) (*transProg, bool) {
 	perf := m.Performative
 	key := shortKey(perf)
-	for pass := range 2 {
-		for k := range sp.recvs {
-			c := &sp.recvs[k]
-			if len(c.perf) != len(perf) || key != c.perfKey || key == [2]uint32{} && c.perf != perf || c.hasMatch != (pass == 0) {
-				continue
-			}
-			if pass == 0 && !c.matches(m, kinds) {
-				continue
-			}
-			if c.guard != nil {
-				if ok, err := h.guardHolds(0, c, m, guardField(sp, c, kinds, &val)); err != nil {
-					return nil, false
-				} else if !ok {
-					continue
-				}
-			}
-			return c, true
+	// One pass over recvOrder is classify's two over recvs.
+	for _, k := range sp.recvOrder {
+		c := &sp.recvs[k]
+		if len(c.perf) != len(perf) || key != c.perfKey || key == [2]uint32{} && c.perf != perf {
+			continue
 		}
+		if c.hasMatch && !c.matches(m, kinds) {
+			continue
+		}
+		if c.guard != nil {
+			if ok, err := h.guardHolds(0, c, m, guardField(sp, c, kinds, &val)); err != nil {
+				return nil, false
+			} else if !ok {
+				continue
+			}
+		}
+		return c, true
 	}
 	return nil, true
 }
