@@ -656,12 +656,17 @@ func (h *Handler) request(i int, ticket uint64) decision.Request {
 // event's.
 func (h *Handler) fillRequest(r *decision.Request, i int, ticket uint64) {
 	s := &h.sessions[i]
+	sp := &h.prog.states[s.state]
 	reuse.String(&r.ConversationID, h.conv)
 	reuse.String(&r.Policy, h.prog.policy.Name)
 	reuse.String(&r.Role, h.prog.role)
-	reuse.String(&r.Point, h.prog.states[s.state].name)
+	reuse.String(&r.Point, sp.name)
 	r.Ticket = ticket
-	reuse.Slice(&r.Choices, h.choices(i))
+	choices := sp.choices // h.choices(i), without its call when no guard is to be evaluated
+	if sp.guarded {
+		choices = h.choices(i)
+	}
+	reuse.Slice(&r.Choices, choices)
 	reuse.String(&r.Peer, h.sessionName(i))
 	reuse.Map(&r.Content, s.content)
 	reuse.Map(&r.Vars, s.vars)
