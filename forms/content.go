@@ -235,13 +235,8 @@ func (fs *Fields) check(content map[string]any, l Limits, want int) (Kinds, any,
 	found, bytes := 0, 0
 	var kinds Kinds
 	var wanted any
+	n := len(content)
 	for j, k := range fs.names {
-		if found == len(content) {
-			// Every field is found: content holds none of the other
-			// names, which need no looking up.
-			kinds |= fs.none & (^Kinds(0) << (4 * uint(j)))
-			break
-		}
 		v, ok := content[k]
 		if !ok {
 			kinds = kinds.with(j, kindAbsent)
@@ -277,8 +272,14 @@ func (fs *Fields) check(content map[string]any, l Limits, want int) (Kinds, any,
 		kinds = kinds.with(j, kind)
 		found++
 		bytes += len(k)
+		if found == n && j+1 < len(fs.names) {
+			// Every field is found: content holds none of the other
+			// names, which need no looking up.
+			kinds |= fs.none & (^Kinds(0) << (4 * uint(j+1)))
+			break
+		}
 	}
-	if found < len(content) { // content holds a field fs does not name
+	if found < n { // content holds a field fs does not name
 		other := fs.learned()
 		if other == nil || found+1 < len(content) {
 			return 0, nil, fs.checkLearning(content, l)
