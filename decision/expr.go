@@ -263,6 +263,24 @@ func (p *Expression) BoolField(content, vars map[string]any, v any) (bool, error
 	return p.vmBool(&env)
 }
 
+// Presence reports whether the expression's value depends on nothing
+// but whether content holds one key: its native form tests that key's
+// presence ("key" in content, under !, not, &&, and, ||, or) and nothing
+// else. It then returns the key and what Bool returns, with no error,
+// on content that holds the key and on content that does not, whatever
+// else the content, the variables and the envelope hold. A caller that
+// knows already whether content holds the key (a match rule's, after
+// the content's fields were looked up) has the answer without
+// evaluating the expression.
+func (p *Expression) Presence() (key string, present, absent, ok bool) {
+	if p.fast == nil || !p.oneField || !p.fast.presenceOnly() {
+		return "", false, false, false
+	}
+	present, _ = p.fast.eval(map[string]any{p.field: nil}, nil, nil)
+	absent, _ = p.fast.eval(nil, nil, nil)
+	return p.field, present, absent, true
+}
+
 // vmBool is Bool on the VM.
 func (p *Expression) vmBool(env *Env) (bool, error) {
 	out, err := p.Eval(env)

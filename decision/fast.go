@@ -99,6 +99,20 @@ func (p *fast) eval(content, vars map[string]any, field *any) (value, decided bo
 	}
 }
 
+// presenceOnly reports whether p is built of presence tests alone,
+// which eval always decides.
+func (p *fast) presenceOnly() bool {
+	switch p.kind {
+	case fastHas:
+		return true
+	case fastNot:
+		return p.left.presenceOnly()
+	case fastAnd, fastOr:
+		return p.left.presenceOnly() && p.right.presenceOnly()
+	}
+	return false
+}
+
 // contentField returns the key of content the expression reads, and
 // whether it reads one and only one (vars aside).
 func (p *fast) contentField() (string, bool) {

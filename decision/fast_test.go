@@ -204,3 +204,67 @@ func FuzzFastPathAgreesWithTheVM(f *testing.F) {
 		require.Equal(t, want, got, "%s on %#v", src, content["v"])
 	})
 }
+
+// TestPresence checks Presence: the expressions whose native form tests
+// one key's presence and nothing else have it, and what it says they
+// give with the key and without it is what Bool gives, without error,
+// on contents with the key holding every kind of value, without it,
+// with other fields, with vars and an envelope.
+func TestPresence(t *testing.T) {
+	tests := []struct {
+		src             string
+		key             string
+		present, absent bool
+		ok              bool
+	}{
+		{`"result" in content`, "result", true, false, true},
+		{`!("result" in content)`, "result", false, true, true},
+		{`not ("result" in content)`, "result", false, true, true},
+		{`!(!("result" in content))`, "result", true, false, true},
+		{`"result" in content && "result" in content`, "result", true, false, true},
+		{`"result" in content || !("result" in content)`, "result", true, true, true},
+		{`"result" in content and not ("result" in content)`, "result", false, false, true},
+		{`"a" in content || "b" in content`, "", false, false, false},
+		{`"result" in content && content.result > 0`, "", false, false, false},
+		{`content.result > 0`, "", false, false, false},
+		{`"result" in vars`, "", false, false, false},
+		{`msg.sender == "a"`, "", false, false, false},
+	}
+	values := []any{nil, 0, 1, -1.5, math.NaN(), "x", "", true, false, []any{1}, map[string]any{}}
+	for _, tt := range tests {
+		t.Run(tt.src, func(t *testing.T) {
+			prog, err := Compile(&policy.Expr{Src: tt.src})
+			require.NoError(t, err)
+			key, present, absent, ok := prog.Presence()
+			require.Equal(t, tt.ok, ok, "has a presence test")
+			assert.Equal(t, tt.key, key)
+			assert.Equal(t, tt.present, present, "with the key")
+			assert.Equal(t, tt.absent, absent, "without the key")
+			if !ok {
+				return
+			}
+			slow := &Expression{Src: prog.Src, prog: prog.prog}
+			var contents []map[string]any
+			contents = append(contents, nil, map[string]any{}, map[string]any{"other": 1})
+			for _, v := range values {
+				contents = append(contents, map[string]any{key: v}, map[string]any{key: v, "other": 1})
+			}
+			for _, c := range contents {
+				_, has := c[key]
+				want := absent
+				if has {
+					want = present
+				}
+				for _, vars := range []map[string]any{nil, {key: 1}} {
+					env := Env{Content: c, Vars: vars, Msg: policy.Envelope{Sender: "a"}}
+					got, err := slow.Bool(&env)
+					require.NoError(t, err, "the VM on content %v", c)
+					assert.Equal(t, want, got, "the VM on content %v, vars %v", c, vars)
+					got, err = prog.Bool(&env)
+					require.NoError(t, err, "Bool on content %v", c)
+					assert.Equal(t, want, got, "Bool on content %v, vars %v", c, vars)
+				}
+			}
+		})
+	}
+}

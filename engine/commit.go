@@ -58,15 +58,9 @@ func phaseOf(st CommitmentState) commitPhase {
 func (h *Handler) commitOp(i int, op commitOp, at time.Time, cause string, out *Queue) {
 	pr := h.prog
 	s := &h.sessions[i]
-	if s.commits == nil {
-		if len(pr.commits) <= len(s.cm) {
-			s.commits = s.cm[:len(pr.commits)]
-		} else {
-			s.commits = make([]commitInst, len(pr.commits))
-		}
-	}
+	s.cmSet = true
 	c := &pr.commits[op.commit]
-	inst := &s.commits[op.commit]
+	inst := &pr.commitSlots(s)[op.commit]
 	switch op.op {
 	case opCreate:
 		if inst.state.active() {
@@ -104,7 +98,7 @@ func (h *Handler) commitMove(i, k int, to commitPhase, at time.Time, cause strin
 	pr := h.prog
 	s := &h.sessions[i]
 	c := &pr.commits[k]
-	inst := &s.commits[k]
+	inst := &pr.commitSlots(s)[k] // set: the session has commitments
 	if armed := c.timer(inst.state); armed >= 0 {
 		h.emitTimer(out, TimerCancel, at, pr.timers[armed].name, c.name, i, inst.epoch, time.Time{})
 	}
@@ -146,13 +140,14 @@ func (c *commitProg) timer(p commitPhase) int {
 func (h *Handler) commitTimer(i int, e *TimerEvent, out *Queue) {
 	s := &h.sessions[i]
 	k := slices.IndexFunc(h.prog.commits, func(c commitProg) bool { return c.name == e.Commitment })
-	if k < 0 || s.commits == nil || s.commits[k].epoch != e.Epoch {
+	commits := h.commits(s)
+	if k < 0 || commits == nil || commits[k].epoch != e.Epoch {
 		return
 	}
-	if armed := h.prog.commits[k].timer(s.commits[k].state); armed < 0 || h.prog.timers[armed].name != e.Name {
+	if armed := h.prog.commits[k].timer(commits[k].state); armed < 0 || h.prog.timers[armed].name != e.Name {
 		return
 	}
-	switch s.commits[k].state {
+	switch commits[k].state {
 	case phaseConditional:
 		h.commitMove(i, k, phaseExpired, e.At, "deadline", out)
 	case phaseDetached:
@@ -164,9 +159,9 @@ func (h *Handler) commitTimer(i int, e *TimerEvent, out *Queue) {
 // (cause says how: "conversation ended", "aborted"): an obligation still
 // detached was not met, a conditional one lapses.
 func (h *Handler) endCommitments(i int, at time.Time, cause string, out *Queue) {
-	s := &h.sessions[i]
-	for k := range s.commits {
-		switch s.commits[k].state {
+	commits := h.commits(&h.sessions[i])
+	for k := range commits {
+		switch commits[k].state {
 		case phaseConditional:
 			h.commitMove(i, k, phaseExpired, at, cause, out)
 		case phaseDetached:

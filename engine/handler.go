@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/parleyhq/parley/decision"
 	"github.com/parleyhq/parley/forms"
@@ -75,7 +76,7 @@ func WithPeers(role string, agents ...string) HandlerOption {
 			c.err = fmt.Errorf("engine: WithPeers: role %s is not many, so one agent plays it, not %d", policy.Quote(role), len(agents))
 			return
 		}
-		h.peers[idx] = agents[0]
+		h.peers()[idx] = agents[0]
 	}
 }
 
@@ -95,19 +96,21 @@ type Handler struct {
 	ended   int32
 	counter uint64 // advanced at every state change and decision
 	seq     uint64 // reply-with numbers
-	peers   []string
 	// sessions holds one session, or one per peer of the many role.
 	sessions []session
 	// many holds the bookkeeping of a handler with a many role's sessions
 	// (nil otherwise).
 	many *manyState
 	// held holds messages that arrived before the role can take them, in
-	// arrival order (see MaxHeld).
-	held []heldMsg
+	// arrival order (see MaxHeld); nil until one is (most roles hold
+	// none: a word for them, not a slice). See heldList.
+	held *heldBox
 	// Storage for the common case, so a handler is one allocation: one
-	// session, and the agents of up to two roles.
-	one     [1]session
-	peerArr [2]string
+	// session, and the agent of each of up to two roles (peerArr); with
+	// more roles, morePeers points to room of their own (see peers).
+	one       [1]session
+	peerArr   [2]string
+	morePeers *string
 }
 
 type session struct {
@@ -116,11 +119,6 @@ type session struct {
 	timedOutFrom int32
 	epoch        uint64
 	ticket       uint64
-	// deadlines holds, for each timer the state armed, when it fires (Unix
-	// nanoseconds; 0 for none), to tell late messages. It points into dl
-	// while one is enough.
-	deadlines []int64
-	dl        [1]int64
 	// The last message received: for in-reply-to, duplicates and the data
 	// a decision sees.
 	lastReplyWith string
@@ -141,13 +139,24 @@ type session struct {
 	// transition's litVars, shared with other sessions and never written
 	// (Program.sharesVars tells): the next assignment that changes it
 	// writes a copy.
-	vars     map[string]any
-	srcTimes []int64 // the latest value of each deadline source (Unix nanoseconds)
-	src      [1]int64
-	// commits holds the state of each commitment of the program, nil
-	// until one is created; it points into cm when one is enough.
-	commits []commitInst
-	cm      [1]commitInst
+	vars map[string]any
+	// dl, src and cm hold, when the program has at most one of each (its
+	// spillWords are 0), the deadline of the timer the state armed (Unix
+	// nanoseconds; 0 for none), to tell late messages; the latest value
+	// of the deadline source (Unix nanoseconds); and the state of the
+	// commitment. Otherwise spill does, a block the program lays out
+	// (see Program.spillOf), allocated when first needed. Their lengths
+	// are the program's (see Handler.deadlines, srcTimes and commits),
+	// so that the session keeps no slice of them: fewer bytes for each
+	// handler, and no pointer to write as they are set.
+	dl    [1]int64
+	src   [1]int64
+	cm    [1]commitInst
+	spill *int64
+	// srcSet and cmSet say that the session has deadline sources and
+	// commitments: none until the first message that sets a deadline
+	// source, and the first commitment operation.
+	srcSet, cmSet bool
 }
 
 type commitInst struct {
@@ -182,8 +191,8 @@ func (pr *Program) NewHandler(conversationID, self string, opts ...HandlerOption
 	if pr.manyRole >= 0 {
 		h.many = &manyState{}
 	}
-	h.peers = h.peerSlots()
-	h.peers[pr.roleIdx] = self
+	h.makePeers()
+	h.peers()[pr.roleIdx] = self
 	if pr.manyRole < 0 {
 		// h.one[0] = newSession(""), without writing the zero fields of
 		// the new handler again.
@@ -214,13 +223,63 @@ func (pr *Program) NewHandler(conversationID, self string, opts ...HandlerOption
 
 var configs = sync.Pool{New: func() any { return new(handlerConfig) }}
 
-// peerSlots returns room for the agent of each role, inside the handler
-// when there are few roles.
-func (h *Handler) peerSlots() []string {
+// makePeers makes room for the agent of each role outside the handler
+// when there are more roles than it has room for.
+func (h *Handler) makePeers() {
 	if n := len(h.prog.roles); n > len(h.peerArr) {
-		return make([]string, n)
+		h.morePeers = &make([]string, n)[0]
+	}
+}
+
+// peers returns the agent bound to each role, "" for none yet (the
+// handler's own agent for its role).
+func (h *Handler) peers() []string {
+	if h.morePeers != nil {
+		return unsafe.Slice(h.morePeers, len(h.prog.roles))
 	}
 	return h.peerArr[:len(h.prog.roles)]
+}
+
+// peer returns where the agent bound to role r is kept (see peers).
+func (h *Handler) peer(r int) *string {
+	if h.morePeers == nil {
+		return &h.peerArr[r]
+	}
+	return &h.peers()[r]
+}
+
+// heldBox holds a handler's held messages, the first in place.
+type heldBox struct {
+	list  []heldMsg
+	first [1]heldMsg
+}
+
+// heldList returns the held messages, in arrival order.
+func (h *Handler) heldList() []heldMsg {
+	if h.held == nil {
+		return nil
+	}
+	return h.held.list
+}
+
+// setHeld makes list the held messages.
+func (h *Handler) setHeld(list []heldMsg) {
+	if h.held == nil {
+		if list == nil {
+			return
+		}
+		h.held = &heldBox{}
+	}
+	h.held.list = list
+}
+
+// holdMsg appends e to the held messages.
+func (h *Handler) holdMsg(e heldMsg) {
+	if h.held == nil {
+		h.held = &heldBox{}
+		h.held.list = h.held.first[:0]
+	}
+	h.held.list = append(h.held.list, e)
 }
 
 // visitCounts returns the session's entries into each state, nil when
@@ -280,7 +339,7 @@ func (h *Handler) Start(at time.Time, out *Queue) error {
 // role no agent is bound to).
 func (h *Handler) Process(in Event, out *Queue) error {
 	if e, ok := in.(*MessageEvent); ok && h.started && h.step(e, out) {
-		if len(h.held) > 0 {
+		if len(h.heldList()) > 0 {
 			h.deliverHeld(e.At, out)
 		}
 		return nil
@@ -289,7 +348,7 @@ func (h *Handler) Process(in Event, out *Queue) error {
 		return ErrNotStarted
 	}
 	err := h.dispatch(in, out)
-	if len(h.held) > 0 && err == nil {
+	if len(h.heldList()) > 0 && err == nil {
 		h.deliverHeld(eventTime(in), out)
 	}
 	return err
@@ -411,7 +470,7 @@ func (h *Handler) agentOf(i, r int) string {
 	if r == h.prog.manyRole {
 		return h.sessions[i].peer
 	}
-	return h.peers[r]
+	return *h.peer(r)
 }
 
 func (h *Handler) next() uint64 {
@@ -434,7 +493,7 @@ func (h *Handler) enter(i, st int, at time.Time, out *Queue, inGroup bool) {
 	}
 	h.countVisit(i, st)
 	h.changeState(i, st)
-	if sp := &pr.states[st]; sp.entering || len(s.deadlines) > 0 || pr.manyRole >= 0 {
+	if sp := &pr.states[st]; sp.entering || pr.manyRole >= 0 {
 		h.arrive(i, sp, at, out, inGroup)
 	}
 }
@@ -466,23 +525,18 @@ func (h *Handler) leave(i int, at time.Time, out *Queue) {
 }
 
 // arrive does what entering state sp does for session i besides the
-// change of state: it arms the state's timers (and forgets the deadlines
-// of the state left), ends the session, loads a child, counts a join or
+// change of state: it arms the state's timers, ends the session, loads a child, counts a join or
 // raises a decision, and releases a join that waits for no one else.
 func (h *Handler) arrive(i int, sp *stateProg, at time.Time, out *Queue, inGroup bool) {
 	pr := h.prog
 	s := &h.sessions[i]
-	if len(sp.arms) > 0 || len(s.deadlines) > 0 {
-		switch {
-		case len(sp.arms) <= len(s.dl):
-			s.deadlines = s.dl[:]
-		case cap(s.deadlines) < len(sp.arms):
-			s.deadlines = make([]int64, len(sp.arms))
-		}
-		s.deadlines = s.deadlines[:len(sp.arms)]
+	if len(sp.arms) > 0 {
+		// The deadlines of the state left, if any, are forgotten: a
+		// session has those of its state (see deadlines).
+		deadlines := pr.deadlineSlots(s, len(sp.arms))
 		for j, k := range sp.arms {
 			d := h.deadline(s, k, at)
-			s.deadlines[j] = nanos(d)
+			deadlines[j] = nanos(d)
 			h.emitTimer(out, TimerSet, at, pr.timers[k].name, "", i, s.epoch, d)
 		}
 	}
@@ -512,12 +566,15 @@ func (h *Handler) arrive(i int, sp *stateProg, at time.Time, out *Queue, inGroup
 // nanos returns t as Unix nanoseconds, or 0 for the zero time and times
 // int64 nanoseconds cannot hold.
 func nanos(t time.Time) int64 {
-	// About the years 1678 to 2261, without the cost of computing a year.
+	// About the years 1678 to 2261, without the cost of computing a year;
+	// the zero time, in the year 1, is below. Within them t.UnixNano() is
+	// u*1e9 plus the nanoseconds, which this computes without reading
+	// t's seconds again.
 	const limit = 9_200_000_000
-	if u := t.Unix(); t.IsZero() || u < -limit || u > limit {
-		return 0
+	if u := t.Unix(); u >= -limit && u <= limit {
+		return u*1e9 + int64(t.Nanosecond())
 	}
-	return t.UnixNano()
+	return 0
 }
 
 // deadline computes when timer k fires if armed at at in session s.
@@ -526,8 +583,10 @@ func (h *Handler) deadline(s *session, k int, at time.Time) time.Time {
 	if t.src < 0 {
 		return at.Add(t.after)
 	}
-	if t.src < len(s.srcTimes) && s.srcTimes[t.src] != 0 {
-		return time.Unix(0, s.srcTimes[t.src]).UTC()
+	if s.srcSet {
+		if v := h.prog.srcSlots(s)[t.src]; v != 0 {
+			return time.Unix(0, v).UTC()
+		}
 	}
 	return at.Add(t.fallback)
 }
@@ -609,12 +668,17 @@ func (h *Handler) request(i int, ticket uint64) decision.Request {
 // event's.
 func (h *Handler) fillRequest(r *decision.Request, i int, ticket uint64) {
 	s := &h.sessions[i]
+	sp := &h.prog.states[s.state]
 	reuse.String(&r.ConversationID, h.conv)
 	reuse.String(&r.Policy, h.prog.policy.Name)
 	reuse.String(&r.Role, h.prog.role)
-	reuse.String(&r.Point, h.prog.states[s.state].name)
+	reuse.String(&r.Point, sp.name)
 	r.Ticket = ticket
-	reuse.Slice(&r.Choices, h.choices(i))
+	choices := sp.choices // h.choices(i), without its call when no guard is to be evaluated
+	if sp.guarded {
+		choices = h.choices(i)
+	}
+	reuse.Slice(&r.Choices, choices)
 	reuse.String(&r.Peer, h.sessionName(i))
 	reuse.Map(&r.Content, s.content)
 	reuse.Map(&r.Vars, s.vars)

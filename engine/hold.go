@@ -69,7 +69,7 @@ func (h *Handler) issued(rw string) bool {
 }
 
 // Held returns how many messages the handler holds for a later state.
-func (h *Handler) Held() int { return len(h.held) }
+func (h *Handler) Held() int { return len(h.heldList()) }
 
 // hold keeps m, which the current state of session i cannot take, when a
 // reachable state can; it reports whether m was dealt with (held, or
@@ -79,12 +79,12 @@ func (h *Handler) hold(i int, m *forms.Message, at time.Time, out *Queue) bool {
 	if !pr.multiPeer || h.isDuplicate(&h.sessions[i], m) || !h.holdable(m) {
 		return false
 	}
-	if len(h.held) >= MaxHeld {
+	if len(h.heldList()) >= MaxHeld {
 		sp := &pr.states[h.sessions[i].state]
 		h.protocolError(out, at, CodeUnexpected, i, m, false, "%s from %s cannot be taken in state %s yet, and %d messages are held already, the most a handler holds; %s", h.perf(m), policy.Quote(m.Sender), policy.Quote(sp.name), MaxHeld, sp.allowText)
 		return true
 	}
-	h.held = append(h.held, heldMsg{msg: m, at: at})
+	h.holdMsg(heldMsg{msg: m, at: at})
 	return true
 }
 
@@ -162,10 +162,10 @@ func (pr *Program) takesLater(st int32, r int, m *forms.Message, seen []bool) bo
 // mayBe reports whether agent may play role r: it is bound to r, or r is
 // unbound and agent plays no other role.
 func (h *Handler) mayBe(r int, agent string) bool {
-	if h.peers[r] != "" {
-		return h.peers[r] == agent
+	if h.peers()[r] != "" {
+		return h.peers()[r] == agent
 	}
-	return !slices.Contains(h.peers, agent)
+	return !slices.Contains(h.peers(), agent)
 }
 
 // receivesFrom reports whether state st of pr receives a message from
@@ -186,31 +186,31 @@ func receivesFrom(pr *Program, st int32, r int) bool {
 // role on.
 func (h *Handler) deliverHeld(at time.Time, out *Queue) {
 	pr := h.prog
-	for len(h.held) > 0 {
+	for len(h.heldList()) > 0 {
 		s := &h.sessions[0]
 		if h.done || s.state < 0 || pr.states[s.state].terminal {
-			for _, e := range h.held {
+			for _, e := range h.heldList() {
 				h.protocolError(out, at, CodeUnexpected, 0, e.msg, false, "%s from %s was held for a later state, but the conversation ended with outcome %s first", h.perf(e.msg), policy.Quote(e.msg.Sender), policy.Quote(h.outcome(0)))
 			}
-			h.held = h.held[:0]
+			h.setHeld(h.heldList()[:0])
 			return
 		}
 		sp := &pr.states[s.state]
 		moved := false
-		for k := 0; k < len(h.held) && !moved; k++ {
-			e := h.held[k]
-			if slices.ContainsFunc(h.held[:k], func(o heldMsg) bool { return o.msg.Sender == e.msg.Sender }) {
+		for k := 0; k < len(h.heldList()) && !moved; k++ {
+			e := h.heldList()[k]
+			if slices.ContainsFunc(h.heldList()[:k], func(o heldMsg) bool { return o.msg.Sender == e.msg.Sender }) {
 				continue // an older message from its sender goes first
 			}
 			mt, err := h.classify(0, sp.recvs, sp.recvMatch, e.msg, e.msg.Sender, true)
 			switch {
 			case err != nil || mt.t != nil && mt.agentOK:
-				h.held = slices.Delete(h.held, k, k+1)
+				h.setHeld(slices.Delete(h.heldList(), k, k+1))
 				h.received(&MessageEvent{Message: e.msg, At: e.at}, out)
 				moved = true
 			case !h.holdable(e.msg):
 				// received reports it now: no state it can reach takes it.
-				h.held = slices.Delete(h.held, k, k+1)
+				h.setHeld(slices.Delete(h.heldList(), k, k+1))
 				h.received(&MessageEvent{Message: e.msg, At: at}, out)
 				moved = true
 			}
@@ -223,10 +223,10 @@ func (h *Handler) deliverHeld(at time.Time, out *Queue) {
 
 // dropHeld reports the held messages of a conversation being aborted.
 func (h *Handler) dropHeld(at time.Time, out *Queue) {
-	for _, e := range h.held {
+	for _, e := range h.heldList() {
 		h.protocolError(out, at, CodeEnded, 0, e.msg, false, "%s from %s was held for a later state, but the conversation was aborted first", h.perf(e.msg), policy.Quote(e.msg.Sender))
 	}
-	h.held = nil
+	h.setHeld(nil)
 }
 
 // heldSnapshot is a held message in a snapshot.
@@ -249,11 +249,11 @@ type heldSnapshot struct {
 
 // heldSnapshots returns the held messages as a snapshot keeps them.
 func (h *Handler) heldSnapshots() []heldSnapshot {
-	if len(h.held) == 0 {
+	if len(h.heldList()) == 0 {
 		return nil
 	}
-	out := make([]heldSnapshot, len(h.held))
-	for k, e := range h.held {
+	out := make([]heldSnapshot, len(h.heldList()))
+	for k, e := range h.heldList() {
 		m := e.msg
 		out[k] = heldSnapshot{
 			At: e.at, Performative: m.Performative, Sender: m.Sender, Receivers: m.Receivers, ReplyTo: m.ReplyTo,
@@ -281,7 +281,7 @@ func (pr *Program) restoreHeld(sn *snapshot, h *Handler) error {
 	case sn.Done || !sn.Started || pr.states[h.sessions[0].state].terminal:
 		return errors.New("held messages in a conversation that is not running")
 	}
-	h.held = make([]heldMsg, 0, len(sn.Held))
+	h.setHeld(make([]heldMsg, 0, len(sn.Held)))
 	for k := range sn.Held {
 		hs := &sn.Held[k]
 		m := &forms.Message{
@@ -292,7 +292,7 @@ func (pr *Program) restoreHeld(sn *snapshot, h *Handler) error {
 		if err := pr.checkHeld(h, m); err != nil {
 			return fmt.Errorf("held message %d: %w", k, err)
 		}
-		h.held = append(h.held, heldMsg{msg: m, at: hs.At})
+		h.setHeld(append(h.heldList(), heldMsg{msg: m, at: hs.At}))
 	}
 	return nil
 }

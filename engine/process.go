@@ -213,12 +213,15 @@ var noFields forms.Fields
 // isLate reports whether a message role sends at time at comes after a
 // deadline of the session's state that bounds that role.
 func (h *Handler) isLate(s *session, at time.Time, role int) (bool, time.Time) {
-	if len(s.deadlines) == 0 || at.IsZero() || s.state < 0 {
+	if s.state < 0 || at.IsZero() {
 		return false, time.Time{}
 	}
 	arms := h.prog.states[s.state].arms
+	if len(arms) == 0 {
+		return false, time.Time{}
+	}
 	atn := nanos(at)
-	for j, d := range s.deadlines {
+	for j, d := range h.prog.deadlineSlots(s, len(arms)) {
 		if d == 0 || atn < d {
 			continue
 		}
@@ -513,8 +516,10 @@ func (h *Handler) apply(i int, t *transProg, m *forms.Message, at time.Time, out
 	h.countMessage(i)
 	if !sent {
 		h.noteReceived(s, t, m)
-	} else if r := t.peer; r != pr.manyRole && h.peers[r] == "" && len(m.Receivers) > 0 {
-		h.peers[r] = m.Receivers[0]
+	} else if r := t.peer; r != pr.manyRole && len(m.Receivers) > 0 {
+		if p := h.peer(r); *p == "" {
+			*p = m.Receivers[0]
+		}
 	}
 	if t.msgWork {
 		h.applyMessage(i, t.msg, m, at, out)
@@ -527,9 +532,19 @@ func (h *Handler) apply(i int, t *transProg, m *forms.Message, at time.Time, out
 // transition t, for in-reply-to, duplicates and decisions, and binds t's
 // role to m's sender if no agent plays it yet.
 func (h *Handler) noteReceived(s *session, t *transProg, m *forms.Message) {
+	var bound *string
+	if r := t.peer; r != h.prog.manyRole {
+		bound = h.peer(r)
+	}
+	noteMessage(s, t, m, bound)
+}
+
+// noteMessage is noteReceived, given where the agent playing t's role
+// is kept (nil for the many role, whose agent is the session's peer).
+func noteMessage(s *session, t *transProg, m *forms.Message, bound *string) {
 	s.lastReplyWith, s.lastInReplyTo, s.lastMsg, s.lastSender, s.content = m.ReplyWith, m.InReplyTo, int32(t.msg+1), m.Sender, m.Content
-	if r := t.peer; r != h.prog.manyRole && h.peers[r] == "" {
-		h.peers[r] = m.Sender
+	if bound != nil && *bound == "" {
+		*bound = m.Sender
 	}
 }
 
@@ -541,16 +556,11 @@ func (h *Handler) applyMessage(i, msg int, m *forms.Message, at time.Time, out *
 	s := &h.sessions[i]
 	mp := &pr.msgs[msg]
 	if len(mp.srcs) > 0 {
-		if s.srcTimes == nil {
-			if len(pr.deadlineSrc) <= len(s.src) {
-				s.srcTimes = s.src[:len(pr.deadlineSrc)]
-			} else {
-				s.srcTimes = make([]int64, len(pr.deadlineSrc))
-			}
-		}
+		s.srcSet = true
+		srcTimes := pr.srcSlots(s)
 		for _, k := range mp.srcs {
 			t, _ := forms.Time(m, pr.deadlineSrc[k].field)
-			s.srcTimes[k] = nanos(h.boundWait(t, at))
+			srcTimes[k] = nanos(h.boundWait(t, at))
 		}
 	}
 	for _, op := range mp.ops {
@@ -777,7 +787,7 @@ func (h *Handler) take(i int, choice string, content map[string]any, replyBy tim
 		if t.peer == pr.manyRole {
 			receivers = h.many.peers.receivers(i) // shared, read-only: no copy
 		} else {
-			receivers = h.peers[t.peer : t.peer+1 : t.peer+1] // shared, read-only: no copy
+			receivers = h.peers()[t.peer : t.peer+1 : t.peer+1] // shared, read-only: no copy
 		}
 	} else {
 		receivers = h.groupReceivers(group)

@@ -46,6 +46,9 @@ type Program struct {
 	// litVars holds the transitions' litVars, by mapID: the variables
 	// sessions share (see sharesVars).
 	litVars map[unsafe.Pointer]bool
+	// spillDL, spillSrc and spillCm lay out a session's spill, of
+	// spillWords words; 0 when it needs none (see layOutSpill).
+	spillDL, spillSrc, spillCm, spillWords int
 }
 
 // sharesVars says whether vars is a transition's litVars, which sessions
@@ -95,6 +98,10 @@ type stateProg struct {
 	// and sends declare: content is checked against the limits by looking
 	// them up (see forms.Fields).
 	recvFields, sendFields forms.Fields
+	// recvOrder holds, when recvMatch, the indices of recvs in the order
+	// classifying considers them: those whose forms have a match rule
+	// first, then the others, each in recvs' order.
+	recvOrder []int32
 	// guardField is the guardAt of the first receive that has one, or
 	// -1: step has the limit check return the value of that field.
 	guardField int
@@ -145,6 +152,13 @@ type transProg struct {
 	// field among its state's recvFields when the limit check's kinds
 	// hold it; -1 otherwise.
 	guardAt int
+	// presenceAt is, for a receive whose form's match rule is decided by
+	// whether content holds one field (decision.Expression.Presence),
+	// the position of that field among its state's recvFields when the
+	// limit check's kinds hold it; -1 otherwise. ifPresent and ifAbsent
+	// are what the rule gives with the field and without it.
+	presenceAt          int
+	ifPresent, ifAbsent bool
 }
 
 type setProg struct {
@@ -163,6 +177,8 @@ type setProg struct {
 type msgProg struct {
 	name string
 	form *forms.Form
+	// match is the type's match rule, nil for none.
+	match *decision.Expression
 	// commitment operations this message performs: commitment index and
 	// operation.
 	ops []commitOp
@@ -268,7 +284,7 @@ func build(p *policy.Policy, role string, proj *policy.Projection, o *compileOpt
 		if err != nil {
 			return nil, err
 		}
-		pr.msgs = append(pr.msgs, msgProg{name: m.Name, form: form})
+		pr.msgs = append(pr.msgs, msgProg{name: m.Name, form: form, match: exprs[m.Match]})
 	}
 	timerIdx := map[string]int{}
 	for i, t := range p.Timers {
@@ -366,7 +382,7 @@ func build(p *policy.Policy, role string, proj *policy.Projection, o *compileOpt
 		}
 		for _, lt := range ls.Transitions {
 			t := lt.Transition()
-			tp := transProg{next: lt.Next, timer: -1, msg: -1, peer: -1, outcome: t.Outcome, guardAt: -1}
+			tp := transProg{next: lt.Next, timer: -1, msg: -1, peer: -1, outcome: t.Outcome, guardAt: -1, presenceAt: -1}
 			if t.Guard != nil {
 				tp.guard = exprs[t.Guard]
 			}
@@ -416,14 +432,19 @@ func build(p *policy.Policy, role string, proj *policy.Projection, o *compileOpt
 		sp.leaving = len(sp.arms) > 0 || sp.join
 		sp.entering = sp.leaving || sp.terminal || sp.child != nil || len(sp.sends) > 0
 		sp.recvMatch, sp.sendMatch = hasMatchRule(pr, sp.recvs), hasMatchRule(pr, sp.sends)
+		if sp.recvMatch {
+			sp.recvOrder = matchFirst(sp.recvs)
+		}
 		sp.recvFields, sp.sendFields = fieldsOf(sp.recvs), fieldsOf(sp.sends)
 		placeFields(sp.recvs, &sp.recvFields)
 		placeFields(sp.sends, &sp.sendFields)
 		sp.guardField = placeGuards(sp.recvs, &sp.recvFields)
+		placePresences(pr, sp.recvs, &sp.recvFields)
 		pr.states = append(pr.states, sp)
 	}
 	pr.initial = 0
 	pr.multiPeer = holdsEarly(pr)
+	pr.layOutSpill()
 	for k := range pr.states {
 		sp := &pr.states[k]
 		for j := range sp.recvs {
@@ -432,6 +453,20 @@ func build(p *policy.Policy, role string, proj *policy.Projection, o *compileOpt
 		}
 	}
 	return pr, nil
+}
+
+// matchFirst returns the indices of list, those whose forms have a
+// match rule first, then the others, each in list's order.
+func matchFirst(list []transProg) []int32 {
+	order := make([]int32, 0, len(list))
+	for _, match := range []bool{true, false} {
+		for k := range list {
+			if list[k].hasMatch == match {
+				order = append(order, int32(k))
+			}
+		}
+	}
+	return order
 }
 
 // fieldsOf returns the fields the message types of list declare.
@@ -489,6 +524,23 @@ func placeGuards(list []transProg, fs *forms.Fields) int {
 		}
 	}
 	return first
+}
+
+// placePresences sets the presenceAt, ifPresent and ifAbsent of each
+// transition of list, whose forms' fields are fs.
+func placePresences(pr *Program, list []transProg, fs *forms.Fields) {
+	for k := range list {
+		t := &list[k]
+		match := pr.msgs[t.msg].match
+		if match == nil {
+			continue
+		}
+		if name, present, absent, ok := match.Presence(); ok {
+			if at := fs.Position(name); at >= 0 && at < forms.MaxKinds {
+				t.presenceAt, t.ifPresent, t.ifAbsent = at, present, absent
+			}
+		}
+	}
 }
 
 // allowText describes what a state accepts from peers, for the reason of

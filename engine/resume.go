@@ -25,15 +25,17 @@ func (h *Handler) Armed() []TimerEvent {
 		}
 		sp := &pr.states[s.state]
 		if !sp.terminal {
+			deadlines := h.deadlines(s)
 			for j, k := range sp.arms {
-				if j < len(s.deadlines) && s.deadlines[j] != 0 {
+				if j < len(deadlines) && deadlines[j] != 0 {
 					out = append(out, TimerEvent{Op: TimerSet, Name: pr.timers[k].name, Session: h.sessionName(i),
-						Deadline: time.Unix(0, s.deadlines[j]).UTC(), Epoch: s.epoch})
+						Deadline: time.Unix(0, deadlines[j]).UTC(), Epoch: s.epoch})
 				}
 			}
 		}
-		for k := range s.commits {
-			c, inst := &pr.commits[k], &s.commits[k]
+		commits := h.commits(s)
+		for k := range commits {
+			c, inst := &pr.commits[k], &commits[k]
 			if t := c.timer(inst.state); t >= 0 && inst.deadline != 0 {
 				out = append(out, TimerEvent{Op: TimerSet, Name: pr.timers[t].name, Commitment: c.name, Session: h.sessionName(i),
 					Deadline: time.Unix(0, inst.deadline).UTC(), Epoch: inst.epoch})

@@ -143,7 +143,7 @@ func (h *Handler) snapshotHeader() snapshot {
 	sn := snapshot{
 		Version: snapshotVersion, Fingerprint: pr.fingerprint, Policy: pr.policy.Name, Role: pr.role,
 		Conversation: h.conv, Self: h.self, Mode: h.mode, Started: h.started, Done: h.done, Aborted: h.aborted,
-		Counter: h.counter, Seq: h.seq, Peers: h.peers, Ended: h.ended,
+		Counter: h.counter, Seq: h.seq, Peers: h.peers(), Ended: h.ended,
 	}
 	if h.many != nil {
 		sn.AtJoin, sn.GroupTicket, sn.JoinTicket = h.many.atJoin, h.many.groupTicket, h.many.joinTicket
@@ -163,14 +163,14 @@ func (h *Handler) sessionSnapshot(s *session, commits []commitSnapshot) sessionS
 	}
 	ss := sessionSnapshot{
 		Peer: s.peer, State: name(s.state), TimedOutFrom: name(s.timedOutFrom), Epoch: s.epoch, Ticket: s.ticket,
-		Deadlines: s.deadlines, LastReplyWith: s.lastReplyWith, LastInReplyTo: s.lastInReplyTo, LastSender: s.lastSender,
-		Content: s.content, Sent: s.sent, Vars: s.vars, SrcTimes: s.srcTimes,
+		Deadlines: h.deadlines(s), LastReplyWith: s.lastReplyWith, LastInReplyTo: s.lastInReplyTo, LastSender: s.lastSender,
+		Content: s.content, Sent: s.sent, Vars: s.vars, SrcTimes: h.srcTimes(s),
 		Messages: s.messages, Visits: s.visitCounts(),
 	}
 	if s.lastMsg > 0 {
 		ss.LastMessage = pr.msgs[s.lastMsg-1].name
 	}
-	for _, c := range s.commits {
+	for _, c := range h.commits(s) {
 		commits = append(commits, commitSnapshot{State: c.state.state(), Epoch: c.epoch, Deadline: c.deadline})
 	}
 	if len(commits) > 0 {
@@ -314,8 +314,8 @@ func (pr *Program) restore(sn *snapshot) (*Handler, error) {
 	if pr.manyRole >= 0 {
 		h.many = &manyState{atJoin: sn.AtJoin, groupTicket: sn.GroupTicket, joinTicket: sn.JoinTicket}
 	}
-	h.peers = h.peerSlots()
-	copy(h.peers, sn.Peers)
+	h.makePeers()
+	copy(h.peers(), sn.Peers)
 	var ended, atJoin int32
 	for i := range sn.Sessions {
 		s, err := pr.restoreSession(sn, i)
@@ -442,17 +442,19 @@ func (pr *Program) restoreSession(sn *snapshot, i int) (session, error) {
 			return s, fmt.Errorf("variable %s: %w", q(name), err)
 		}
 	}
-	if s.commits, err = pr.restoreCommits(sn, ss, s.state); err != nil {
+	if err = pr.restoreCommits(&s, sn, ss); err != nil {
 		return s, err
 	}
 	if err := pr.restoreBudget(&s, ss); err != nil {
 		return s, err
 	}
-	s.epoch, s.ticket, s.deadlines = ss.Epoch, ss.Ticket, ss.Deadlines
+	s.epoch, s.ticket = ss.Epoch, ss.Ticket
+	copy(pr.deadlineSlots(&s, len(ss.Deadlines)), ss.Deadlines) // as many as the state arms
 	s.lastReplyWith, s.lastInReplyTo, s.lastSender, s.content = ss.LastReplyWith, ss.LastInReplyTo, ss.LastSender, ss.Content
 	s.sent, s.vars = ss.Sent, ss.Vars
-	if len(ss.SrcTimes) > 0 { // none is nil: apply allocates them
-		s.srcTimes = ss.SrcTimes
+	if len(ss.SrcTimes) > 0 { // as many as the program has; none is none set
+		s.srcSet = true
+		copy(pr.srcSlots(&s), ss.SrcTimes)
 	}
 	return s, nil
 }
@@ -480,40 +482,43 @@ func (pr *Program) restoreTicket(sn *snapshot, i int, state int32) error {
 	return nil
 }
 
-// restoreCommits checks and rebuilds a session's commitments: one per
-// commitment of the policy, or none; each in a commitment state, with an
-// epoch issued when it was created; none open once the session ended.
-func (pr *Program) restoreCommits(sn *snapshot, ss *sessionSnapshot, state int32) ([]commitInst, error) {
+// restoreCommits checks and rebuilds session s's commitments (after its
+// state): one per commitment of the policy, or none; each in a
+// commitment state, with an epoch issued when it was created; none open
+// once the session ended.
+func (pr *Program) restoreCommits(s *session, sn *snapshot, ss *sessionSnapshot) error {
 	if len(ss.Commits) == 0 {
-		return nil, nil
+		return nil
 	}
 	if len(ss.Commits) != len(pr.commits) {
-		return nil, fmt.Errorf("%d commitments, the policy declares %d", len(ss.Commits), len(pr.commits))
+		return fmt.Errorf("%d commitments, the policy declares %d", len(ss.Commits), len(pr.commits))
 	}
+	state := s.state
 	ended := sn.Aborted || state >= 0 && pr.states[state].terminal
-	out := make([]commitInst, len(ss.Commits))
+	s.cmSet = true
+	out := pr.commitSlots(s)
 	for k, c := range ss.Commits {
 		switch c.State {
 		case "":
 			if c.Epoch != 0 {
-				return nil, fmt.Errorf("commitment %s was never created but has epoch %d", policy.Quote(pr.commits[k].name), c.Epoch)
+				return fmt.Errorf("commitment %s was never created but has epoch %d", policy.Quote(pr.commits[k].name), c.Epoch)
 			}
 		case CommitmentConditional, CommitmentDetached, CommitmentDischarged, CommitmentViolated, CommitmentExpired, CommitmentCancelled, CommitmentReleased:
 			if err := sn.issued("commitment epoch", c.Epoch); err != nil {
-				return nil, err
+				return err
 			}
 			if ended && c.State.active() {
-				return nil, fmt.Errorf("commitment %s is %s in a session that has ended", policy.Quote(pr.commits[k].name), c.State)
+				return fmt.Errorf("commitment %s is %s in a session that has ended", policy.Quote(pr.commits[k].name), c.State)
 			}
 		default:
-			return nil, fmt.Errorf("commitment %s is in state %s, which commitments do not have", policy.Quote(pr.commits[k].name), policy.Quote(string(c.State)))
+			return fmt.Errorf("commitment %s is in state %s, which commitments do not have", policy.Quote(pr.commits[k].name), policy.Quote(string(c.State)))
 		}
 		// Any Unix nanoseconds are a deadline (before 1970, negative), but
 		// only a commitment with a timer armed has one.
 		if c.Deadline != 0 && pr.commits[k].timer(phaseOf(c.State)) < 0 {
-			return nil, fmt.Errorf("commitment %s is %s, which arms no timer, but has a deadline", policy.Quote(pr.commits[k].name), policy.Quote(string(c.State)))
+			return fmt.Errorf("commitment %s is %s, which arms no timer, but has a deadline", policy.Quote(pr.commits[k].name), policy.Quote(string(c.State)))
 		}
 		out[k] = commitInst{state: phaseOf(c.State), epoch: c.Epoch, deadline: c.Deadline}
 	}
-	return out, nil
+	return nil
 }

@@ -3,12 +3,12 @@ package engine
 import "github.com/parleyhq/parley/forms"
 
 // step takes the transition of e, the event of a received message m, in
-// the case that is by far the most common: a handler with one session, whose state takes m
-// without a match rule, and a message that passes every check received
-// makes, so that there is nothing to report. It makes those checks, in
-// received's order and with the same helpers (the conversation id, the
-// content's limits, the classification with its guard, the sender's
-// binding, lateness, in-reply-to, the content's types, the run budget),
+// the case that is by far the most common: a handler with one session,
+// and a message that passes every check received makes, so that there is
+// nothing to report. It makes those checks, in received's order and with
+// the same helpers (the conversation id, the content's limits, the
+// classification with its match rules and guards, the sender's binding,
+// lateness, in-reply-to, the content's types, the run budget),
 // then takes the transition as received does; a quiet one (see
 // transProg) without the calls of apply and enter that would find
 // nothing more to do. A message no transition of the state takes, the
@@ -27,7 +27,7 @@ func (h *Handler) step(e *MessageEvent, out *Queue) bool {
 		return false
 	}
 	sp := &pr.states[s.state]
-	if sp.terminal || sp.recvMatch {
+	if sp.terminal {
 		return false
 	}
 	kinds, val, err := sp.recvFields.CheckContentField(m.Content, forms.DefaultLimits, sp.guardField)
@@ -35,26 +35,29 @@ func (h *Handler) step(e *MessageEvent, out *Queue) bool {
 		return false
 	}
 	var t *transProg
-	perf := m.Performative
-	key := shortKey(perf)
-	for k := range sp.recvs {
-		c := &sp.recvs[k]
-		if len(c.perf) != len(perf) || key != c.perfKey || key == [2]uint32{} && c.perf != perf {
-			continue
+	if sp.recvMatch {
+		var ok bool
+		if t, ok = h.stepMatch(sp, m, kinds, val); !ok {
+			return false
 		}
-		if c.guard != nil {
-			var field *any // the guard's field, when the check found it
-			if c.guardAt == sp.guardField && kinds.Found(c.guardAt) {
-				field = &val
-			}
-			if ok, err := h.guardHolds(0, c, m, field); err != nil {
-				return false
-			} else if !ok {
+	} else {
+		perf := m.Performative
+		key := shortKey(perf)
+		for k := range sp.recvs {
+			c := &sp.recvs[k]
+			if len(c.perf) != len(perf) || key != c.perfKey || key == [2]uint32{} && c.perf != perf {
 				continue
 			}
+			if c.guard != nil {
+				if ok, err := h.guardHolds(0, c, m, guardField(sp, c, kinds, &val)); err != nil {
+					return false
+				} else if !ok {
+					continue
+				}
+			}
+			t = c
+			break
 		}
-		t = c
-		break
 	}
 	if t == nil {
 		// No transition takes m, as received's classify would find:
@@ -66,11 +69,13 @@ func (h *Handler) step(e *MessageEvent, out *Queue) bool {
 	}
 	// received's classify would go on to a later transition bound to
 	// the sender; this one, bound to another agent, is received's to
-	// report or take.
-	if !h.boundTo(0, t.peer, m.Sender) {
+	// report or take. (boundTo, for a handler without a many role; the
+	// quiet transition below binds the role through bound.)
+	bound := h.peer(t.peer)
+	if *bound != "" && *bound != m.Sender {
 		return false
 	}
-	if len(s.deadlines) > 0 {
+	if len(sp.arms) > 0 {
 		if late, _ := h.isLate(s, e.At, t.peer); late {
 			return false
 		}
@@ -90,11 +95,65 @@ func (h *Handler) step(e *MessageEvent, out *Queue) bool {
 	}
 	// apply, and enter, for a transition that only changes the state.
 	h.countMessage(0)
-	h.noteReceived(s, t, m)
+	noteMessage(s, t, m, bound)
 	s.timedOutFrom = -1
 	h.countVisit(0, t.next)
 	h.changeState(0, t.next)
 	return true
+}
+
+// stepMatch classifies m in state sp, some of whose receives' forms
+// have a match rule, as classify does: those first, then the others. It
+// returns the first receive that takes m (nil for none), and false when
+// a guard fails to evaluate. kinds and val are the content check's.
+func (h *Handler) stepMatch(sp *stateProg, m *forms.Message, kinds forms.Kinds, val any) (*transProg, bool) {
+	perf := m.Performative
+	key := shortKey(perf)
+	// One pass over recvOrder is classify's two over recvs.
+	for _, k := range sp.recvOrder {
+		c := &sp.recvs[k]
+		if len(c.perf) != len(perf) || key != c.perfKey || key == [2]uint32{} && c.perf != perf {
+			continue
+		}
+		if c.hasMatch && !c.matches(m, kinds) {
+			continue
+		}
+		if c.guard != nil {
+			if ok, err := h.guardHolds(0, c, m, guardField(sp, c, kinds, &val)); err != nil {
+				return nil, false
+			} else if !ok {
+				continue
+			}
+		}
+		return c, true
+	}
+	return nil, true
+}
+
+// guardField returns val, the value of state sp's guardField that the
+// content check returned with kinds, for guardHolds of receive c when it
+// is the field c's guard reads and the check found it; nil otherwise.
+func guardField(sp *stateProg, c *transProg, kinds forms.Kinds, val *any) *any {
+	if c.guardAt == sp.guardField && kinds.Found(c.guardAt) {
+		return val
+	}
+	return nil
+}
+
+// matches is t.form.Matches(m) for a message m of t's performative
+// whose content's fields have kinds (of its state's recvFields): a match
+// rule that tests whether content holds a field the kinds say it holds
+// or not is decided without evaluating it.
+func (t *transProg) matches(m *forms.Message, kinds forms.Kinds) bool {
+	if t.presenceAt >= 0 {
+		switch {
+		case kinds.Found(t.presenceAt):
+			return t.ifPresent
+		case kinds.Absent(t.presenceAt):
+			return t.ifAbsent
+		}
+	}
+	return t.form.Matches(m)
 }
 
 // shortKey returns the bytes of a string s of 4 to 8 bytes as numbers:

@@ -24,13 +24,18 @@ import (
 // stepPolicy has what step must get right besides the shipped policies'
 // shapes: receives of one message type told apart by guards on one field,
 // on two, and (in s2) on one field each but not the same, a guard reading
-// vars, assignments, a reply_by deadline, a fixed timer and a run budget.
+// vars, assignments, a reply_by deadline, a fixed timer, a run budget,
+// and (in s1) match rules: one that tests whether content holds a
+// declared field, one that compares a field, one that tests two fields.
 const stepPolicy = `policy: step-shapes
 version: 1
 roles: [A, B]
 messages:
   ask: {performative: request, fields: {n: int, m: optional number}}
   tag: {performative: inform, fields: {t: string}}
+  done: {performative: inform, fields: {r: optional int}, match: '"r" in content'}
+  note: {performative: inform, fields: {k: int}, match: 'content.k > 1'}
+  other: {performative: inform, fields: {z: optional string}, match: '!("q" in content) && "z" in content'}
   stop: cancel
 timers:
   wait: {deadline: ask.reply_by, default: 1m}
@@ -48,6 +53,9 @@ states:
     on:
       - {send: tag, from: A, to: B, next: s0, guard: 'vars.seen == 1 && content.t == "x"'}
       - {send: tag, from: A, to: B, next: s2}
+      - {send: done, from: A, to: B, next: end}
+      - {send: note, from: A, to: B, next: s0}
+      - {send: other, from: A, to: B, next: s2}
       - {timeout: idle, next: end}
       - {timeout: wait, next: end}
   s2:
@@ -225,7 +233,7 @@ func (w *stepWalk) processFast(in Event) error {
 		} else {
 			w.stepped++
 		}
-		if len(w.fast.held) > 0 {
+		if len(w.fast.heldList()) > 0 {
 			w.fast.deliverHeld(e.At, &w.qf)
 		}
 		return nil
@@ -238,7 +246,7 @@ func (w *stepWalk) processSlow(in Event) error { return w.process(w.slow, in, &w
 
 func (w *stepWalk) process(h *Handler, in Event, out *Queue) error {
 	err := h.dispatch(in, out)
-	if len(h.held) > 0 && err == nil {
+	if len(h.heldList()) > 0 && err == nil {
 		h.deliverHeld(eventTime(in), out)
 	}
 	return err
@@ -448,9 +456,10 @@ func render(e Event) string {
 }
 
 // TestStepPolicyShapes pins what stepPolicy is for: the guarded
-// receives of ask, the vars guard and the unguarded receives are taken
-// through step, which also reports a message no guard admits, and leaves
-// one from a stranger to received.
+// receives of ask, the vars guard, the unguarded receives and those
+// told apart by match rules are taken through step, which also reports
+// a message no guard admits, and leaves one from a stranger to
+// received.
 func TestStepPolicyShapes(t *testing.T) {
 	p, ds := policy.LoadYAML("step.yaml", []byte(stepPolicy))
 	require.False(t, ds.HasErrors(), "%v", ds)
@@ -473,6 +482,13 @@ func TestStepPolicyShapes(t *testing.T) {
 		{"high", msg("request", map[string]any{"n": 12}), "s1"},
 		{"tag without", msg("inform", map[string]any{"t": "y"}), "s2"},
 		{"ask unguarded", msg("request", map[string]any{"n": 0, "m": 0.5}), "s0"},
+		{"low again", msg("request", map[string]any{"n": 3}), "s1"},
+		{"note, matched by comparing a field", msg("inform", map[string]any{"k": 5}), "s0"},
+		{"high again", msg("request", map[string]any{"n": 12}), "s1"},
+		{"other, matched by two fields", msg("inform", map[string]any{"z": "a"}), "s2"},
+		{"ask unguarded again", msg("request", map[string]any{"n": 0, "m": 0.5}), "s0"},
+		{"low once more", msg("request", map[string]any{"n": 3}), "s1"},
+		{"done, matched by a declared field's presence", msg("inform", map[string]any{"r": 1}), "end"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -484,6 +500,10 @@ func TestStepPolicyShapes(t *testing.T) {
 			}
 		})
 	}
+	h, err = prog.NewHandler("c1", "b", WithPeers("A", "a"))
+	require.NoError(t, err)
+	q.Reset()
+	require.NoError(t, h.Start(time.Time{}, &q))
 	q.Reset()
 	require.True(t, h.step(&MessageEvent{Message: msg("request", map[string]any{"n": 0})}, &q), "a request no guard admits")
 	require.Equal(t, 1, q.Len(), "events of a message no transition takes")

@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -104,12 +106,16 @@ func checkContent(content map[string]any, l Limits) error {
 	c := contentCheck{l: l.orDefault(), subject: "content"}
 	// The fields first, without a stack: most content nests nothing.
 	nested := false
+	left := len(content)
 	for k, v := range content {
 		c.bytes += len(k)
 		if !c.value(v) {
 			return c.err()
 		}
 		nested = nested || isContainer(v)
+		if left--; left == 0 {
+			break // that was the last: the iterator need not look for another
+		}
 	}
 	if nested {
 		c.walkFields(content)
@@ -126,7 +132,19 @@ type Fields struct {
 	// none holds the kinds of content without fields: every name's
 	// absent.
 	none Kinds
+	// other holds a name that is none of names, which content checked
+	// before held besides them (nil in the zero Fields): see check.
+	other *otherName
 }
+
+// otherName is the one name a Fields learns besides its own, the first
+// it saw alone (see Fields.check); Fields of one compiled policy are
+// shared by goroutines, hence the atomic.
+type otherName struct{ p atomic.Pointer[string] }
+
+// MaxOtherName is the longest name a Fields learns besides its own: a
+// longer one is checked by iterating every time.
+const MaxOtherName = 64
 
 // FieldsOf returns the fields the message types of forms declare, each
 // name once.
@@ -142,6 +160,7 @@ func FieldsOf(forms ...*Form) Fields {
 		}
 	}
 	fs.none = fs.absent()
+	fs.other = new(otherName)
 	return fs
 }
 
@@ -200,13 +219,23 @@ func (fs *Fields) absent() Kinds {
 // decided there, with their kinds, and the value of the want-th name;
 // anything else is checked with a contentCheck (and the kinds are
 // unknown).
+//
+// Content that holds one field besides fs's names is the common case
+// fs cannot decide by looking up its names: a message type that
+// declares none of the fields its senders put in. So fs learns the first
+// such name it sees (at most MaxOtherName bytes) and looks that up too:
+// content whose fields are then all found and all scalars within the
+// limits passes without iterating, which is exactly what checkContent
+// would decide of it. Anything else is checked by checkContent, as
+// before; the kinds are unknown either way, as checkContent leaves them.
 func (fs *Fields) check(content map[string]any, l Limits, want int) (Kinds, any, error) {
-	if len(content) > len(fs.names) {
-		return 0, nil, checkContent(content, l)
+	if len(content) > len(fs.names) && (len(content) > len(fs.names)+1 || fs.learned() == nil) {
+		return 0, nil, fs.checkLearning(content, l)
 	}
 	found, bytes := 0, 0
 	var kinds Kinds
 	var wanted any
+	n := len(content)
 	for j, k := range fs.names {
 		v, ok := content[k]
 		if !ok {
@@ -243,14 +272,76 @@ func (fs *Fields) check(content map[string]any, l Limits, want int) (Kinds, any,
 		kinds = kinds.with(j, kind)
 		found++
 		bytes += len(k)
+		if found == n && j+1 < len(fs.names) {
+			// Every field is found: content holds none of the other
+			// names, which need no looking up.
+			kinds |= fs.none & (^Kinds(0) << (4 * uint(j+1)))
+			break
+		}
 	}
-	if found < len(content) {
-		return 0, nil, checkContent(content, l) // content holds a field fs does not name
+	if found < n { // content holds a field fs does not name
+		other := fs.learned()
+		if other == nil || found+1 < len(content) {
+			return 0, nil, fs.checkLearning(content, l)
+		}
+		v, ok := content[*other]
+		if !ok {
+			return 0, nil, checkContent(content, l)
+		}
+		switch x := v.(type) {
+		case string:
+			bytes += len(x)
+		case nil, bool, int, int64, int32, int16, int8, uint, uint64, uint32, uint16, uint8, time.Duration:
+		case float64:
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				return 0, nil, checkContent(content, l)
+			}
+		default:
+			return 0, nil, checkContent(content, l)
+		}
+		found++
+		bytes += len(*other)
+		if l = l.orDefault(); found > l.MaxNodes || bytes > l.MaxBytes {
+			return 0, nil, checkContent(content, l)
+		}
+		return 0, nil, nil
 	}
 	if l = l.orDefault(); found > l.MaxNodes || bytes > l.MaxBytes {
 		return 0, nil, fs.checkFrom(len(fs.names), found, bytes, content, l)
 	}
 	return kinds, wanted, nil
+}
+
+// learned returns the name fs has learned besides its own, or nil.
+func (fs *Fields) learned() *string {
+	if fs.other == nil {
+		return nil
+	}
+	return fs.other.p.Load()
+}
+
+// checkLearning is checkContent, which, while fs has learned no name
+// besides its own, learns the one content holds if it holds just one.
+func (fs *Fields) checkLearning(content map[string]any, l Limits) error {
+	err := checkContent(content, l)
+	if fs.other == nil || fs.learned() != nil || len(content) > len(fs.names)+1 {
+		return err
+	}
+	var other string
+	n := 0
+	for k := range content {
+		if !slices.Contains(fs.names, k) {
+			other = k
+			if n++; n > 1 {
+				return err
+			}
+		}
+	}
+	if n == 1 && len(other) <= MaxOtherName {
+		other = strings.Clone(other) // not to keep the content's memory
+		fs.other.p.CompareAndSwap(nil, &other)
+	}
+	return err
 }
 
 // Position returns the index of name among fs's names, or -1.
@@ -293,6 +384,10 @@ func (k Kinds) Found(j int) bool {
 	v := k.of(j)
 	return v != kindUnknown && v != kindAbsent
 }
+
+// Absent reports whether the j-th field was looked up and not found:
+// content does not hold it.
+func (k Kinds) Absent(j int) bool { return k.of(j) == kindAbsent }
 
 // of returns the j-th field's kind (unknown for a j that is out of range).
 func (k Kinds) of(j int) kind {

@@ -2,6 +2,7 @@ package forms_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"math"
 	"slices"
@@ -133,6 +134,60 @@ func TestFieldsCheckContent(t *testing.T) {
 	}
 }
 
+// A Fields that has learned a name besides its own (the first content
+// held alone besides them) gives CheckContent's answer whatever that
+// field or the others hold, whichever name it learned.
+func TestFieldsCheckContentWithALearnedName(t *testing.T) {
+	for _, tt := range contentCases() {
+		keys := slices.Sorted(maps.Keys(tt.content))
+		for j, learned := range append(slices.Clone(keys), "other") {
+			t.Run(fmt.Sprintf("%s/learned %s", tt.name, policy.Quote(learned)), func(t *testing.T) {
+				own := slices.Delete(slices.Clone(keys), min(j, len(keys)), min(j+1, len(keys)))
+				fields := fieldsNamed(t, own...)
+				require.NoError(t, fields.CheckContent(map[string]any{learned: nil}, forms.DefaultLimits))
+				require.NoError(t, fields.CheckContent(map[string]any{"never": nil}, forms.DefaultLimits))
+				want := forms.CheckContent(tt.content, tt.limits)
+				for range 3 {
+					got := fields.CheckContent(tt.content, tt.limits)
+					if want == nil {
+						require.NoError(t, got)
+						continue
+					}
+					require.Error(t, got)
+					assert.Equal(t, want.Error(), got.Error())
+				}
+			})
+		}
+	}
+}
+
+// A name longer than MaxOtherName is not learned, and one that is
+// learned does not take another's place: content holding either is
+// still checked as CheckContent does.
+func TestFieldsCheckContentLearnsOneShortName(t *testing.T) {
+	long := strings.Repeat("n", forms.MaxOtherName+1)
+	fields := fieldsNamed(t, "a")
+	for _, c := range []map[string]any{
+		{long: 1}, {long: math.NaN()}, {"b": 1}, {"c": 1}, {"b": math.NaN(), "a": 1}, {"c": math.NaN(), "a": 1},
+		{"b": []any{math.Inf(1)}}, {"b": strings.Repeat("x", 1<<20)}, {"a": 1, "b": 2, "c": 3},
+	} {
+		want := forms.CheckContent(c, forms.DefaultLimits)
+		assert.Equal(t, want, fields.CheckContent(c, forms.DefaultLimits), "%v", slices.Sorted(maps.Keys(c)))
+	}
+}
+
+func TestFieldsCheckContentWithALearnedNameDoesNotAllocate(t *testing.T) {
+	fields := fieldsNamed(t, "a")
+	content := map[string]any{"a": 1, "action": "x"}
+	require.NoError(t, fields.CheckContent(map[string]any{"action": 1}, forms.DefaultLimits))
+	allocs := testing.AllocsPerRun(100, func() {
+		if err := fields.CheckContent(content, forms.DefaultLimits); err != nil {
+			t.Fatal(err)
+		}
+	})
+	assert.Zero(t, allocs)
+}
+
 // fieldsNamed returns the Fields of two message types that declare names
 // between them.
 func fieldsNamed(t *testing.T, names ...string) forms.Fields {
@@ -169,7 +224,8 @@ func TestFieldsOf(t *testing.T) {
 }
 
 // CheckContentField is CheckContentKinds, and hands back the value of
-// the field asked for exactly when the kinds say it was found.
+// the field asked for exactly when the kinds say it was found; a field
+// the kinds say is absent is not in the content.
 func TestFieldsCheckContentField(t *testing.T) {
 	fs := fieldsNamed(t, "a", "b", "c")
 	values := []any{nil, "x", 1, 1.5, true, time.Second, math.NaN(), []any{1}, map[string]any{"k": 1}}
@@ -183,6 +239,14 @@ func TestFieldsCheckContentField(t *testing.T) {
 			kinds, v, err := fs.CheckContentField(c, forms.DefaultLimits, j)
 			require.Equal(t, wantErr, err, "content %v, field %d", c, j)
 			assert.Equal(t, wantKinds, kinds, "content %v, field %d", c, j)
+			if kinds.Absent(j) {
+				assert.False(t, kinds.Found(j), "content %v, field %d: found and absent", c, j)
+				for _, n := range []string{"a", "b", "c"} {
+					if fs.Position(n) == j {
+						assert.NotContains(t, c, n, "content %v, field %d: absent", c, j)
+					}
+				}
+			}
 			if j < 0 || j >= fs.Len() || !kinds.Found(j) {
 				assert.Nil(t, v, "content %v, field %d", c, j)
 				continue
@@ -199,6 +263,56 @@ func TestFieldsCheckContentField(t *testing.T) {
 				assert.Equal(t, want, v, "content %v, field %d", c, j)
 			}
 		}
+	}
+}
+
+// Content of scalar fields of the set is decided by looking them up,
+// and the kinds tell every name's presence, those after the last field
+// found included, for a Fields of more names than Kinds holds too.
+func TestFieldsCheckContentKindsTellEveryName(t *testing.T) {
+	names := make([]string, forms.MaxKinds+2)
+	for j := range names {
+		names[j] = fmt.Sprintf("f%d", j)
+	}
+	tests := []struct {
+		name string
+		has  []int // the positions of names content holds
+	}{
+		{"the first", []int{0}},
+		{"the second", []int{1}},
+		{"the first and the third", []int{0, 2}},
+		{"the last Kinds holds", []int{forms.MaxKinds - 1}},
+		{"one beyond", []int{forms.MaxKinds}},
+		{"the first and one beyond", []int{0, forms.MaxKinds + 1}},
+		{"all", func() []int {
+			all := make([]int, len(names))
+			for j := range all {
+				all[j] = j
+			}
+			return all
+		}()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs := fieldsNamed(t, names...)
+			content := map[string]any{}
+			for _, j := range tt.has {
+				content[names[j]] = j
+			}
+			kinds, err := fs.CheckContentKinds(content, forms.DefaultLimits)
+			require.NoError(t, err)
+			for _, n := range names {
+				j := fs.Position(n)
+				require.GreaterOrEqual(t, j, 0)
+				_, in := content[n]
+				if j >= forms.MaxKinds {
+					assert.False(t, kinds.Found(j) || kinds.Absent(j), "%s: beyond Kinds, unknown", n)
+					continue
+				}
+				assert.Equal(t, in, kinds.Found(j), "%s found", n)
+				assert.Equal(t, !in, kinds.Absent(j), "%s absent", n)
+			}
+		})
 	}
 }
 
