@@ -53,9 +53,6 @@ type durable struct {
 	// what waits too long.
 	sentAt map[uint64]time.Time
 	retry  ClockTimer
-	// snaps is the room left in the chunk the next snapshot is appended
-	// to (see snapshot).
-	snaps []byte
 	// pending counts the commits handed to the committer and not yet
 	// released, last being the latest; the committer puts the done ones
 	// in committed, in order, and signals them on wake. free holds
@@ -259,7 +256,7 @@ func (d *durable) forget(c *conversation) {
 
 // storedOf is c as a Store keeps it.
 func (d *durable) storedOf(c *conversation) (StoredConversation, error) {
-	snap, err := d.snapshot(c.h)
+	snap, err := c.h.Snapshot()
 	if err != nil {
 		return StoredConversation{}, err
 	}
@@ -273,37 +270,6 @@ func (d *durable) storedOf(c *conversation) (StoredConversation, error) {
 	}
 	sc.Applied = c.applied
 	return sc, nil
-}
-
-// snapChunk is the size of the chunks a worker appends the snapshots of
-// the conversations it commits to (16 KiB), and snapRoom the room a chunk
-// must have left for the next snapshot to be appended to it (1 KiB, more
-// than most snapshots take): a chunk carries the snapshots of many
-// conversations in one allocation. A Store that keeps a snapshot keeps
-// its chunk, so one that keeps them all holds at most 16 KiB beyond each.
-const (
-	snapChunk = 16 << 10
-	snapRoom  = 1 << 10
-)
-
-// snapshot returns h's engine snapshot, appended to the room left in d's
-// chunk. A chunk is never written over, since a Store may keep the
-// snapshots of the batches it commits: the chunk lives as long as one
-// of them does.
-func (d *durable) snapshot(h *engine.Handler) ([]byte, error) {
-	if cap(d.snaps) < snapRoom {
-		d.snaps = make([]byte, 0, snapChunk)
-	}
-	b, err := h.AppendSnapshot(d.snaps[:0])
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > cap(d.snaps) {
-		// it did not fit, and append gave it room of its own
-		return b[:len(b):len(b)], nil
-	}
-	d.snaps = d.snaps[len(b):len(b)]
-	return b[:len(b):len(b)], nil
 }
 
 // isApplied reports whether c has applied the message id names (see

@@ -83,8 +83,7 @@ func newRequestPair(t *testing.T, ctx context.Context, stores map[string]agent.S
 // TestKeptRecordsStayAsCommitted: a store may keep the conversations a
 // commit hands it; the snapshots and applied ids it kept must not change
 // when the manager commits those conversations again, though the
-// manager appends many snapshots to one buffer and adds applied ids to a
-// sorted list.
+// manager adds applied ids to a sorted list.
 func TestKeptRecordsStayAsCommitted(t *testing.T) {
 	stores := map[string]*recordKeepingStore{"alice": {}, "bob": {}}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
