@@ -793,7 +793,7 @@ func (h *Handler) finish(at time.Time, out *Queue) {
 		// then (states may share one): a count map of every peer's
 		// outcome would look each up once more.
 		var buf [16]int32
-		byState := buf[:0]
+		var byState []int32
 		if n := len(h.prog.states); n <= len(buf) {
 			byState = buf[:n]
 		} else {
