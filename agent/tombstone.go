@@ -22,39 +22,66 @@ import (
 // so that the sweep looks at the oldest only.
 //
 // A conversation whose handler might answer a late message in a way the
-// tombstone cannot tell is kept whole (c): one with a store (it is
+// tombstone cannot tell is kept whole (whole): one with a store (it is
 // stored again when a late message changes what it applied), with many
 // sessions, that took a timer's transition (a late answer to that wait
 // is reported as late, PE004, which needs the policy's guards), that
 // held a message, or whose handler failed to process an input.
 //
-// Its pointers are few, for the collector to follow: it finds its slab,
-// which holds the text of its strings, from its place in it (idx, see
-// slab), its program by its number among the worker's (prog, see
-// progOf), and it holds when it ended as the time since the worker's
-// epoch (ended), not as a time.Time, whose location is a pointer.
+// It holds no pointer, so that the collector has nothing to follow in
+// the slabs, which hold every ended conversation of the retention: it
+// finds its slab, which holds the text of its strings and the content of
+// its last message, from its place in it (idx, see slab), the next
+// tombstone by where that is (next, see tombLink), the conversation kept
+// whole by its place among the worker's (whole, see keepWhole), its
+// program by its number among the worker's (prog, see progOf), and it
+// holds when it ended as the time since the worker's epoch (ended), not
+// as a time.Time, whose location is a pointer.
 type tombstone struct {
-	next *tombstone
-	// c is the whole conversation, kept in the worker's convs; nil for a
-	// tombstone in tombs.
-	c           *conversation
-	lastContent map[string]any
-	ended       time.Duration
-	prog        uint32
-	idx         uint8
+	next  tombLink
+	ended time.Duration
+	// whole is 1 more than the place in the worker's wholes of the
+	// conversation, kept in the worker's convs; 0 for a tombstone in
+	// tombs.
+	whole uint32
+	prog  uint32
+	idx   uint8
 	// aborted says the conversation was aborted; applied, that the
 	// handler applied a message (see lastPerf).
 	aborted, applied bool
 
 	// The conversation's strings, in the slab's text; none for a
-	// conversation kept whole (c has them).
+	// conversation kept whole (its conversation has them).
 	id, outcome, abortReason, state text
 	// The last message the handler applied (applied says there was one),
 	// to tell a duplicate: its performative, sender, in-reply-to and
-	// reply-with, and its content (lastContent) when it had no
-	// reply-with.
+	// reply-with, and its content (the slab's contents[idx]) when it had
+	// no reply-with.
 	lastPerf, lastSender, lastInReplyTo, lastReplyWith text
 }
+
+// tombLink is where a tombstone is, for another's next: 1 more than its
+// slab's number (see worker.slabs) times tombsPerSlab plus its place in
+// the slab; 0 for none. Unlike a tombRef it names a tombstone of any
+// slab.
+type tombLink uint64
+
+// link returns where t is, for another tombstone's next.
+func (t *tombstone) link() tombLink {
+	return tombLink(uint64(t.slab().num+1)*tombsPerSlab + uint64(t.idx))
+}
+
+// linked returns the tombstone at l, or nil for 0.
+func (w *worker) linked(l tombLink) *tombstone {
+	if l == 0 {
+		return nil
+	}
+	return &w.slabs[l/tombsPerSlab-1].tombs[l%tombsPerSlab]
+}
+
+// lastContent returns the content of the last message t's conversation
+// applied, kept when it had no reply-with.
+func (t *tombstone) lastContent() map[string]any { return t.slab().contents[t.idx] }
 
 // text is a string a tombstone keeps in its slab's text: where it starts
 // and how long it is. A tombstone holds no pointer to its strings, so
@@ -86,15 +113,10 @@ func (t *tombstone) str(x text) string {
 	return unsafe.String(&t.slab().text[x.off], int(x.n))
 }
 
-// slab returns the slab t was cut from: t is its tombs[t.idx], and tombs
-// is the slab's first field.
+// slab returns the slab t was cut from: t is its tombs[t.idx].
 func (t *tombstone) slab() *tombSlab {
-	return (*tombSlab)(unsafe.Add(unsafe.Pointer(t), -int(t.idx)*int(unsafe.Sizeof(*t))))
+	return (*tombSlab)(unsafe.Add(unsafe.Pointer(t), -int(unsafe.Offsetof(tombSlab{}.tombs))-int(t.idx)*int(unsafe.Sizeof(*t))))
 }
-
-// The slab's tombs come first in it (see slab): this fails to compile
-// otherwise.
-var _ [0]struct{} = [unsafe.Offsetof(tombSlab{}.tombs)]struct{}{}
 
 // ref returns where t is, for tombs; t is referable.
 func (t *tombstone) ref() tombRef {
@@ -155,7 +177,7 @@ func (w *worker) retire(c *conversation) {
 	t := w.newTombstone()
 	t.ended = w.sinceEpoch(c.endedAt)
 	if w.keptWhole(c) {
-		t.c = c // its id is c's: it keeps no text
+		w.keepWhole(t, c) // its id is c's: it keeps no text
 	} else {
 		h := c.h
 		t.id, t.prog, t.outcome, t.abortReason = t.keep(c.id), w.progNumber(h.Program()), t.keep(c.outcome), t.keep(c.abortReason)
@@ -165,7 +187,7 @@ func (w *worker) retire(c *conversation) {
 			t.lastPerf, t.lastSender = t.keep(l.Performative), t.keep(l.Sender)
 			t.lastInReplyTo, t.lastReplyWith = t.keep(l.InReplyTo), t.keep(l.ReplyWith)
 			if l.ReplyWith == "" {
-				t.lastContent = l.Content
+				t.slab().contents[t.idx] = l.Content
 			}
 		}
 		delete(w.convs, c.id)
@@ -215,18 +237,44 @@ func (w *worker) retain(t *tombstone) {
 		return
 	}
 	if t.ended >= w.newest.ended {
-		w.newest.next, w.newest = t, t
+		w.newest.next, w.newest = t.link(), t
 		return
 	}
 	if t.ended < w.oldest.ended {
-		t.next, w.oldest = w.oldest, t
+		t.next, w.oldest = w.oldest.link(), t
 		return
 	}
 	p := w.oldest
-	for t.ended >= p.next.ended {
-		p = p.next
+	for n := w.linked(p.next); t.ended >= n.ended; n = w.linked(p.next) {
+		p = n
 	}
-	t.next, p.next = p.next, t
+	t.next, p.next = p.next, t.link()
+}
+
+// keepWhole makes t the tombstone of c, kept whole in convs.
+func (w *worker) keepWhole(t *tombstone, c *conversation) {
+	if n := len(w.freeWholes); n > 0 {
+		i := w.freeWholes[n-1]
+		w.freeWholes = w.freeWholes[:n-1]
+		w.wholes[i] = c
+		t.whole = i + 1
+		return
+	}
+	w.wholes = append(w.wholes, c)
+	t.whole = uint32(len(w.wholes))
+}
+
+// dropWhole returns the conversation kept whole that t is the tombstone
+// of, forgetting it, or nil when t is in tombs.
+func (w *worker) dropWhole(t *tombstone) *conversation {
+	if t.whole == 0 {
+		return nil
+	}
+	i := t.whole - 1
+	c := w.wholes[i]
+	w.wholes[i] = nil
+	w.freeWholes = append(w.freeWholes, i)
+	return c
 }
 
 // retainEnded queues the ended conversations of cs, restored from the
@@ -241,7 +289,8 @@ func (w *worker) retainEnded(cs []*conversation) {
 	slices.SortStableFunc(ended, func(a, b *conversation) int { return a.endedAt.Compare(b.endedAt) })
 	for _, c := range ended {
 		t := w.newTombstone()
-		t.ended, t.c = w.sinceEpoch(c.endedAt), c
+		t.ended = w.sinceEpoch(c.endedAt)
+		w.keepWhole(t, c)
 		w.retain(t)
 	}
 }
@@ -254,11 +303,11 @@ func (w *worker) sweep(now time.Time) {
 	}
 	since := w.sinceEpoch(now)
 	for t := w.oldest; t != nil && since-t.ended >= w.m.o.retention; t = w.oldest {
-		w.oldest, t.next = t.next, nil
+		w.oldest, t.next = w.linked(t.next), 0
 		if w.oldest == nil {
 			w.newest = nil
 		}
-		if c := t.c; c != nil {
+		if c := w.dropWhole(t); c != nil {
 			w.remove(c.id)
 			if w.d != nil {
 				w.d.forget(c)
@@ -267,6 +316,7 @@ func (w *worker) sweep(now time.Time) {
 			w.dropTomb(t)
 			w.m.total.v.Add(-1)
 		}
+		t.slab().contents[t.idx] = nil
 		w.swept(t)
 		*t = tombstone{} // its slab may live on: hold nothing
 	}
@@ -339,18 +389,21 @@ const maxRefSlabs = math.MaxUint32/tombsPerSlab - 1
 func (t *tombstone) referable() bool { return t.slab().num < maxRefSlabs }
 
 // tombSlab is what a worker cuts tombstones from, tombsPerSlab at a
-// time, with the text of their strings. They are swept in about the
-// order they were made, so a slab is freed soon after its last tombstone
-// is swept; one allocation, and one object for the collector to mark,
-// stand for 64 ended conversations, and one more for their strings. num
-// is its number among the worker's slabs (see worker.slabs), which it
-// holds while live counts tombstones cut from it and not yet swept, or it
-// is the slab the worker cuts from.
+// time, with the text of their strings and the contents of their last
+// messages. They are swept in about the order they were made, so a slab
+// is freed soon after its last tombstone is swept; one allocation, and
+// one object for the collector to mark, stand for 64 ended
+// conversations, and one more for their strings. Its pointers come
+// first, and its tombstones hold none: the collector looks at its
+// first 65 words only. num is its number among the worker's slabs (see
+// worker.slabs), which it holds while live counts tombstones cut from it
+// and not yet swept, or it is the slab the worker cuts from.
 type tombSlab struct {
-	tombs [tombsPerSlab]tombstone
-	text  []byte
-	num   uint32
-	live  int32
+	contents [tombsPerSlab]map[string]any
+	text     []byte
+	tombs    [tombsPerSlab]tombstone
+	num      uint32
+	live     int32
 }
 
 const (
@@ -477,7 +530,7 @@ func (t *tombstone) isDuplicate(m *forms.Message) bool {
 	if m.ReplyWith != "" || t.lastReplyWith.n > 0 {
 		return m.ReplyWith == t.str(t.lastReplyWith)
 	}
-	return forms.SameContent(m.Content, t.lastContent)
+	return forms.SameContent(m.Content, t.lastContent())
 }
 
 // perfName names m's performative for a reason, as prog's handler does:

@@ -125,6 +125,11 @@ type worker struct {
 	progNumbers map[*engine.Program]uint32
 	lastProg    uint32
 	epoch       time.Time
+	// wholes holds the conversations ended and kept whole, in the place
+	// their tombstones name (tombstone.whole), and freeWholes the places
+	// free.
+	wholes     []*conversation
+	freeWholes []uint32
 	// retired holds the conversations the current input replaced by
 	// tombstones, and freeConvs those ready for reuse.
 	retired   []*conversation
