@@ -382,7 +382,7 @@ func (w *worker) observe(c *conversation, ev engine.Event, input bool, err error
 // are started and ends are reported.
 func (w *worker) dispatch(c *conversation, q *engine.Queue, now time.Time) {
 	m := w.m
-	var stack [2]pendingDecision
+	var stack [4]*engine.DecisionEvent
 	decisions := stack[:0]
 	for _, ev := range q.Events() {
 		if me, ok := ev.(*engine.MessageEvent); ok {
@@ -400,7 +400,7 @@ func (w *worker) dispatch(c *conversation, q *engine.Queue, now time.Time) {
 		case *engine.TimerEvent:
 			w.timers.apply(c, e, now)
 		case *engine.DecisionEvent:
-			decisions = append(decisions, pendingDecision{ticket: e.Ticket, req: e.Request})
+			decisions = append(decisions, e)
 		case *engine.LoadCPEvent:
 			w.startChild(c, e, now)
 		case *engine.CPDoneEvent:
@@ -415,8 +415,8 @@ func (w *worker) dispatch(c *conversation, q *engine.Queue, now time.Time) {
 			}
 		}
 	}
-	for i := range decisions {
-		w.decide(c, &decisions[i], now)
+	for _, e := range decisions {
+		w.decide(c, e.Ticket, &e.Request, now)
 	}
 }
 
@@ -441,29 +441,23 @@ func (w *worker) record(c *conversation, at time.Time, msg *forms.Message) {
 	}
 }
 
-// pendingDecision is a decision a handler asked for, copied out of the
-// queue (which the decision's own processing reuses).
-type pendingDecision struct {
-	ticket uint64
-	req    decision.Request
-}
-
 // decide asks decision logic for a decision: the manager's own
 // conversation-setup logic, then the decider, then the policy's decide
 // expressions, then the application through WithAsyncDecisions. The
 // decider and the hand-off run off the worker, bounded by
 // Limits.DecisionTimeout, on a goroutine of the manager's pool; without
-// them the decision is taken here.
-func (w *worker) decide(c *conversation, d *pendingDecision, now time.Time) {
+// them the decision is taken here. req is the handler's, in the queue
+// dispatch carries out, which no other step uses meanwhile (see
+// getQueue); decision logic off the worker gets its own copy.
+func (w *worker) decide(c *conversation, ticket uint64, req *decision.Request, now time.Time) {
 	m := w.m
 	if c.h.Done() {
 		return
 	}
-	req := &d.req
 	prog := c.h.Program()
 	if m.setup != nil && prog.Policy() == m.o.setup {
 		if a, err := m.setupDecision(req, c.opener); !errors.Is(err, decision.ErrNoDecision) {
-			w.decidedNow(c, d.ticket, req.Point, a, err, now)
+			w.decidedNow(c, ticket, req.Point, a, err, now)
 			return
 		}
 	}
@@ -473,10 +467,10 @@ func (w *worker) decide(c *conversation, d *pendingDecision, now time.Time) {
 			r := *req // a copy, so that the worker's decisions stay off the heap
 			a, err = bound.Decide(context.Background(), &r)
 		}
-		w.decidedNow(c, d.ticket, req.Point, a, err, now)
+		w.decidedNow(c, ticket, req.Point, a, err, now)
 		return
 	}
-	w.startDecision(c, d.ticket, req, now)
+	w.startDecision(c, ticket, req, now)
 }
 
 // runDecision runs the decider, the policy's decide expressions and the

@@ -536,7 +536,7 @@ func (w *worker) resume(r *resumeReq, now time.Time) {
 	}
 	for _, c := range added {
 		for _, ev := range c.h.Open() {
-			w.decide(c, &pendingDecision{ticket: ev.Ticket, req: ev.Request}, now)
+			w.decide(c, ev.Ticket, &ev.Request, now)
 		}
 	}
 	slices.SortFunc(r.outbox, func(a, b OutboxEntry) int { return cmp.Compare(a.Seq, b.Seq) })

@@ -334,6 +334,10 @@ func (w *worker) now() time.Time {
 	return w.m.o.clock.Now()
 }
 
+// getQueue returns an empty queue for one step of a handler: no other
+// step uses it until the step gives it back (putQueue), so that its
+// events stay valid while dispatch carries them out, nested steps
+// included.
 func (w *worker) getQueue() *engine.Queue {
 	if n := len(w.queues); n > 0 {
 		q := w.queues[n-1]
