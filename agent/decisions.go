@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -128,7 +127,7 @@ func (w *worker) releaseJob(j *decisionJob) {
 func (j *decisionJob) run() {
 	m := j.w.m
 	j.answer, j.err, j.abort = m.runDecision(j.ctx, j.conv, j.ticket, &j.req, j.bound)
-	j.ctx.cancel(context.Canceled)
+	j.ctx.cancel(false)
 	_ = j.w.push(input{kind: inDecided, conv: j.conv, ticket: j.ticket, job: j}, false) // fails only once closed
 }
 
@@ -223,16 +222,16 @@ func (c *decisionCtx) Err() error {
 
 func (c *decisionCtx) Value(any) any { return nil }
 
-// cancel ends the context, once: with context.DeadlineExceeded when err
-// is that, else with context.Canceled. Ending an ended context changes
+// cancel ends the context, once: with context.DeadlineExceeded when it
+// timed out, else with context.Canceled. Ending an ended context changes
 // nothing (a decision's context is ended once decision logic returns,
 // and again when the worker drops the decision).
-func (c *decisionCtx) cancel(err error) {
+func (c *decisionCtx) cancel(timedOut bool) {
 	if c.state.Load() != ctxLive {
 		return
 	}
 	state := uint32(ctxCanceled)
-	if errors.Is(err, context.DeadlineExceeded) {
+	if timedOut {
 		state = ctxTimedOut
 	}
 	if !c.state.CompareAndSwap(ctxLive, state) {
@@ -250,7 +249,7 @@ func (w *worker) startDecision(c *conversation, ticket uint64, req *decision.Req
 	deadline := now.Add(m.o.limits.DecisionTimeout)
 	j := newDecisionJob(w, c, ticket, req, deadline)
 	j.bound = w.boundOf(req.Policy)
-	j.timeout = w.timers.schedule(c, j, deadline, now)
+	j.timeout = w.timers.schedule(c, j, deadline, m.o.limits.DecisionTimeout, now)
 	if c.decisions == nil {
 		c.decisions = c.decisionBuf[:0]
 	}
@@ -283,20 +282,21 @@ func (w *worker) ask() {
 func (w *worker) stopDecision(c *conversation, ticket uint64) {
 	for i, j := range c.decisions {
 		if j.ticket == ticket {
-			w.dropDecision(c, i, context.Canceled)
+			w.dropDecision(c, i, false)
 			return
 		}
 	}
 }
 
-// dropDecision removes decision i of c, ending its context with err.
-func (w *worker) dropDecision(c *conversation, i int, err error) {
+// dropDecision removes decision i of c, ending its context, as timed
+// out or not.
+func (w *worker) dropDecision(c *conversation, i int, timedOut bool) {
 	j := c.decisions[i]
 	if j.timeout != nil {
 		w.timers.release(j.timeout)
 		j.timeout = nil
 	}
-	j.ctx.cancel(err)
+	j.ctx.cancel(timedOut)
 	j.held = false
 	c.decisions = slices.Delete(c.decisions, i, i+1) // clears the freed slot
 }
@@ -304,7 +304,7 @@ func (w *worker) dropDecision(c *conversation, i int, err error) {
 // stopDecisions drops every decision of c.
 func (w *worker) stopDecisions(c *conversation) {
 	for len(c.decisions) > 0 {
-		w.dropDecision(c, len(c.decisions)-1, context.Canceled)
+		w.dropDecision(c, len(c.decisions)-1, false)
 	}
 	c.decisions = nil
 }
@@ -315,7 +315,7 @@ func (w *worker) decisionTimedOut(c *conversation, j *decisionJob, now time.Time
 	j.timeout = nil
 	for i, x := range c.decisions {
 		if x == j {
-			w.dropDecision(c, i, context.DeadlineExceeded)
+			w.dropDecision(c, i, true)
 			break
 		}
 	}

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -54,7 +55,7 @@ func TestEachDecisionGetsAContextOfItsOwn(t *testing.T) {
 					j.req.Choices[k] = fmt.Sprint(i, "/", k) // decision logic may change its copy
 				}
 				copies = append(copies, j.req.Choices)
-				j.ctx.cancel(context.Canceled)
+				j.ctx.cancel(false)
 				w.releaseJob(j)
 			}
 			for i, cp := range copies {
@@ -97,7 +98,7 @@ func TestADecisionContextEndsOnceWithItsFirstError(t *testing.T) {
 			}
 			require.NoError(t, c.Err(), "live until ended")
 			for _, err := range tt.ends {
-				c.cancel(err)
+				c.cancel(errors.Is(err, context.DeadlineExceeded))
 			}
 			if !tt.doneFirst {
 				done = c.Done()
@@ -136,8 +137,8 @@ func TestADecisionContextsDoneRacingItsEndIsClosed(t *testing.T) {
 				for i := range got {
 					wg.Go(func() { got[i] = c.Done() })
 				}
-				wg.Go(func() { c.cancel(context.Canceled) })
-				wg.Go(func() { c.cancel(context.DeadlineExceeded) })
+				wg.Go(func() { c.cancel(false) })
+				wg.Go(func() { c.cancel(true) })
 				wg.Wait()
 				for i, done := range got {
 					select {

@@ -104,20 +104,24 @@ func (ts *timers) apply(c *conversation, e *engine.TimerEvent, now time.Time) {
 	}
 }
 
-// schedule arms the timeout of decision j of c, at deadline.
-func (ts *timers) schedule(c *conversation, j *decisionJob, deadline, now time.Time) *timer {
+// schedule arms the timeout of decision j of c, at deadline, span after
+// now.
+func (ts *timers) schedule(c *conversation, j *decisionJob, deadline time.Time, span time.Duration, now time.Time) *timer {
 	t := ts.newTimer()
 	t.conv, t.job = c, j
-	ts.arm(t, deadline, now)
+	ts.armSpan(t, deadline, span, now)
 	return t
 }
 
 // arm puts t, due at, in the lane of its span or else in the heap, and
 // sets the alarm for it if it is now the earliest.
-func (ts *timers) arm(t *timer, at, now time.Time) {
+func (ts *timers) arm(t *timer, at, now time.Time) { ts.armSpan(t, at, at.Sub(now), now) }
+
+// armSpan is arm for a t due at, span after now.
+func (ts *timers) armSpan(t *timer, at time.Time, span time.Duration, now time.Time) {
 	ts.seq++
 	t.at, t.sec, t.nsec, t.seq = at, at.Unix(), int32(at.Nanosecond()), ts.seq
-	if l := ts.lane(at.Sub(now), t); l != nil {
+	if l := ts.lane(span, t); l != nil {
 		t.ln, t.prev = l, l.last
 		if l.last != nil {
 			l.last.next = t

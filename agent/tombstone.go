@@ -159,16 +159,17 @@ func (w *worker) progNumber(prog *engine.Program) uint32 {
 func (w *worker) sinceEpoch(t time.Time) time.Duration { return t.Sub(w.epoch) }
 
 // keptWhole reports whether c must stay whole after its end (see
-// tombstone and maxTombText).
-func (w *worker) keptWhole(c *conversation) bool {
+// tombstone and maxTombText), and else returns the state it ended in.
+func (w *worker) keptWhole(c *conversation) (state string, whole bool) {
 	if w.d != nil || c.whole || c.h.Sessions() != nil {
-		return true
+		return "", true
 	}
-	n := len(c.id) + len(c.outcome) + len(c.abortReason) + len(c.h.State(""))
+	state = c.h.State("")
+	n := len(c.id) + len(c.outcome) + len(c.abortReason) + len(state)
 	if l := c.last; l != nil {
 		n += len(l.Performative) + len(l.Sender) + len(l.InReplyTo) + len(l.ReplyWith)
 	}
-	return n > maxTombText
+	return state, n > maxTombText
 }
 
 // retire replaces c, which has just ended, by its tombstone, or keeps it
@@ -176,12 +177,12 @@ func (w *worker) keptWhole(c *conversation) bool {
 func (w *worker) retire(c *conversation) {
 	t := w.newTombstone()
 	t.ended = w.sinceEpoch(c.endedAt)
-	if w.keptWhole(c) {
+	if state, whole := w.keptWhole(c); whole {
 		w.keepWhole(t, c) // its id is c's: it keeps no text
 	} else {
 		h := c.h
 		t.id, t.prog, t.outcome, t.abortReason = t.keep(c.id), w.progNumber(h.Program()), t.keep(c.outcome), t.keep(c.abortReason)
-		t.state, t.aborted = t.keep(h.State("")), h.Aborted()
+		t.state, t.aborted = t.keep(state), h.Aborted()
 		if l := c.last; l != nil {
 			t.applied = true
 			t.lastPerf, t.lastSender = t.keep(l.Performative), t.keep(l.Sender)

@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"context"
 	"hash/maphash"
 	"runtime"
 	"sync"
@@ -302,7 +301,7 @@ func (w *worker) halt(rest []input) {
 		}
 		c.waiters = nil
 		for _, j := range c.decisions {
-			j.ctx.cancel(context.Canceled)
+			j.ctx.cancel(false)
 		}
 	}
 	w.out.close()
