@@ -138,11 +138,12 @@ func (w *worker) start(id string, req *startReq, now time.Time) error {
 	w.touch(c)
 	w.log(c, slog.LevelInfo, "conversation started")
 	q := w.getQueue()
-	defer w.putQueue(q)
 	if err := h.Start(now, q); err != nil {
+		w.putQueue(q)
 		return err
 	}
 	w.dispatch(c, q, now)
+	w.putQueue(q)
 	return nil
 }
 
@@ -259,9 +260,9 @@ func (w *worker) accept(msg *forms.Message, now time.Time) *conversation {
 		w.log(c, slog.LevelInfo, "conversation accepted", "from", clipAttr(msg.Sender))
 	}
 	q := w.getQueue()
-	defer w.putQueue(q)
 	_ = h.Start(now, q) // a new handler always starts
 	w.dispatch(c, q, now)
+	w.putQueue(q)
 	return c
 }
 
@@ -346,9 +347,11 @@ func (w *worker) process(c *conversation, ev engine.Event, now time.Time) (refus
 		w.observe(c, ev, true, nil)
 	}
 	w.touch(c)
+	// The queue goes back by hand, not by a defer, on every path: this
+	// runs for every input, and a panic on the worker ends the process.
 	q := w.getQueue()
-	defer w.putQueue(q)
 	if err := c.h.Process(ev, q); err != nil {
+		w.putQueue(q)
 		c.whole = true
 		w.log(c, slog.LevelError, "processing failed", "error", err)
 		return false
@@ -369,6 +372,7 @@ func (w *worker) process(c *conversation, ev engine.Event, now time.Time) (refus
 		}
 	}
 	w.dispatch(c, q, now)
+	w.putQueue(q)
 	return refused
 }
 
