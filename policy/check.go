@@ -144,8 +144,11 @@ type checker struct {
 	// remembers, scratch what it found of the last it did not.
 	results slab[exprResult]
 	scratch exprResult
-	// parser reads the expressions of the simple shapes.
+	// parser reads the expressions of the simple shapes; tree holds the
+	// tree it read while compileExpr lends and walks it (by a pointer,
+	// which ast.Walk takes, so that it does not move to the heap).
 	parser exprParser
+	tree   ast.Node
 	// projections keeps the projection onto each role that talks, made
 	// by the projection check.
 	projections map[string]*Projection

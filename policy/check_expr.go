@@ -133,7 +133,10 @@ func (c *checker) compileExpr(e *Expr, env map[string]any) *exprResult {
 	tree, native := c.parser.parse(src)
 	if native {
 		c.scratch = exprResult{}
-		if c.typed(e, &c.scratch, &tree, env) {
+		c.tree = tree
+		ok := c.typed(e, &c.scratch, &c.tree, env)
+		c.tree = nil
+		if ok {
 			return &c.scratch
 		}
 	}
@@ -189,7 +192,7 @@ func (c *checker) typed(e *Expr, r *exprResult, tree *ast.Node, env map[string]a
 		c.opts.parsed(e, *tree)
 	}
 	c.reads = c.reads[:0]
-	ast.Walk(tree, &c.reads)
+	c.reads.walk(tree)
 	slices.Sort(c.reads)
 	c.reads = slices.Compact(c.reads)
 	r.reads = c.reads
@@ -457,5 +460,24 @@ func (v *varReads) Visit(node *ast.Node) {
 		if s, ok := m.Property.(*ast.StringNode); ok {
 			*v = append(*v, s.Value)
 		}
+	}
+}
+
+// walk is ast.Walk(node, v), done directly for the nodes exprParser
+// makes and by ast.Walk for the others.
+func (v *varReads) walk(node *ast.Node) {
+	switch n := (*node).(type) {
+	case *ast.IdentifierNode, *ast.IntegerNode, *ast.FloatNode, *ast.StringNode, *ast.BoolNode:
+	case *ast.UnaryNode:
+		v.walk(&n.Node)
+	case *ast.BinaryNode:
+		v.walk(&n.Left)
+		v.walk(&n.Right)
+	case *ast.MemberNode:
+		v.walk(&n.Node)
+		v.walk(&n.Property)
+		v.Visit(node)
+	default:
+		ast.Walk(node, v)
 	}
 }

@@ -32,6 +32,13 @@ type exprParser struct {
 	nodes  int
 	depth  int
 	failed bool
+	// num is the value of p.tok when it is a number: an int, or a float
+	// when isFloat.
+	num struct {
+		isFloat bool
+		i       int64
+		f       float64
+	}
 
 	idents  nodeBlock[ast.IdentifierNode]
 	members nodeBlock[ast.MemberNode]
@@ -95,12 +102,9 @@ func (t exprToken) is(kind tokenKind, value string) bool {
 
 // parse returns the tree of src, and false when src is not of the shapes
 // the parser reads (expr's parser then decides).
+// Only an ASCII source is read (so that expr's locations, in runes, are
+// bytes): the lexer fails on any other byte, inside a string too.
 func (p *exprParser) parse(src string) (ast.Node, bool) {
-	for i := range len(src) {
-		if src[i] >= 0x80 {
-			return nil, false
-		}
-	}
 	p.src, p.off, p.stashd, p.nodes, p.depth, p.failed = src, 0, false, 0, 0, false
 	p.idents.reset()
 	p.members.reset()
@@ -156,7 +160,7 @@ func (p *exprParser) next() {
 	case c == '"' || c == '\'':
 		end := start + 1
 		for end < len(src) && src[end] != c {
-			if src[end] == '\\' || src[end] == '\n' || src[end] == '\r' {
+			if src[end] == '\\' || src[end] == '\n' || src[end] == '\r' || src[end] >= 0x80 {
 				p.fail()
 				return
 			}
@@ -264,13 +268,14 @@ func (p *exprParser) number(start int) {
 	text := src[start:end]
 	p.tok = exprToken{kind: tokNumber, value: text, loc: file.Location{From: start, To: end}}
 	p.off = end
+	var err error
+	p.num.isFloat = float
 	if float {
-		if _, err := strconv.ParseFloat(text, 64); err != nil {
-			p.fail()
-		}
-		return
+		p.num.f, err = strconv.ParseFloat(text, 64)
+	} else {
+		p.num.i, err = strconv.ParseInt(text, 10, 64)
 	}
-	if _, err := strconv.ParseInt(text, 10, 64); err != nil {
+	if err != nil {
 		p.fail()
 	}
 }
@@ -284,13 +289,28 @@ func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
 func isLetter(c byte) bool { return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
 
-// binaryOps are the precedences of the binary operators the parser
+// binaryPrecedence is the precedence of a binary operator the parser
 // reads, as expr's; ** and ^ associate to the right.
-var binaryOps = map[string]int{
-	"or": 10, "||": 10, "and": 15, "&&": 15,
-	"==": 20, "!=": 20, "<": 20, ">": 20, ">=": 20, "<=": 20, "in": 20,
-	"+": 30, "-": 30, "*": 60, "/": 60, "%": 60, "**": 100, "^": 100,
+func binaryPrecedence(op string) (int, bool) {
+	switch op {
+	case "or", "||":
+		return 10, true
+	case "and", "&&":
+		return 15, true
+	case "==", "!=", "<", ">", ">=", "<=", "in":
+		return inPrecedence, true
+	case "+", "-":
+		return 30, true
+	case "*", "/", "%":
+		return 60, true
+	case "**", "^":
+		return 100, true
+	}
+	return 0, false
 }
+
+// inPrecedence is the precedence of in (and not in).
+const inPrecedence = 20
 
 // unaryPrecedence is the precedence of the operand of a unary operator.
 func unaryPrecedence(op string) (int, bool) {
@@ -329,13 +349,13 @@ func (p *exprParser) expression(prec int) ast.Node {
 				p.fail()
 				break
 			}
-			if binaryOps["in"] < prec {
+			if inPrecedence < prec {
 				p.stash, p.stashd, p.tok = p.tok, true, saved
 				break
 			}
 			notTok, opTok = p.tok, p.tok
 		}
-		opPrec, ok := binaryOps[opTok.value]
+		opPrec, ok := binaryPrecedence(opTok.value)
 		if !ok || opPrec < prec {
 			break
 		}
@@ -407,16 +427,16 @@ func (p *exprParser) primary() ast.Node {
 		p.created(n, tok.loc)
 		return p.postfix(n)
 	case tokNumber:
+		num := p.num // the lexer parsed it
 		p.next()
-		if v, err := strconv.ParseInt(tok.value, 10, 64); err == nil {
+		if !num.isFloat {
 			n := p.ints.new()
-			n.Value = int(v)
+			n.Value = int(num.i)
 			p.created(n, tok.loc)
 			return n
 		}
-		v, _ := strconv.ParseFloat(tok.value, 64) // the lexer parsed it
 		n := p.floats.new()
-		n.Value = v
+		n.Value = num.f
 		p.created(n, tok.loc)
 		return n
 	case tokString:

@@ -29,6 +29,7 @@ var exprParseSeeds = []string{
 	`a // c`, `a /* c */`, `a / b`, `a & b`, `a <* b`, `a =* b`, `a = b`, `a ** * b`, `#a`, `::a`, `a..b`, `[1]`,
 	`{a: 1}`, `(a`, `a)`, `()`, `"unterminated`, `'`, `café == a`, `a == "café"`, `a.`, `.a`, `+`, ``, ` `, `((a))`,
 	`content.n > 1 and content.f < 2 or !content.b`, `vars.last < 100`, `content.n + 5`, `true`, `false`, `-true`,
+	`a é`, `"é" == a`, `'x é' + a`, `a.é`, `1é`, "a && \"\x80\"",
 }
 
 // TestExprParserBuildsExprsTree checks, on every source of the seeds,
@@ -135,4 +136,31 @@ func policyExprs(t *testing.T) []string {
 	}
 	require.NotEmpty(t, srcs)
 	return srcs
+}
+
+// TestVarReadsWalksAsASTWalk checks that varReads' own walk records the
+// variables ast.Walk does, in the same order, on the trees of expr's
+// parser and of exprParser, for every source of the seeds and of the
+// shipped and test policies.
+func TestVarReadsWalksAsASTWalk(t *testing.T) {
+	srcs := append(append(append([]string(nil), exprParseSeeds...), exprTypeSeeds...), policyExprs(t)...)
+	srcs = append(srcs, `vars.a + vars.b.c - -vars.a`, `len(vars.l) > vars.n ? vars.x : vars.y`, `vars["k"] + vars?.o`)
+	var p exprParser
+	for _, src := range srcs {
+		t.Run(src, func(t *testing.T) {
+			var trees []ast.Node
+			if tree, err := parser.Parse(src); err == nil {
+				trees = append(trees, tree.Node)
+			}
+			if tree, ok := p.parse(src); ok {
+				trees = append(trees, tree)
+			}
+			for _, tree := range trees {
+				var want, got varReads
+				ast.Walk(&tree, &want)
+				got.walk(&tree)
+				assert.Equal(t, want, got)
+			}
+		})
+	}
 }
