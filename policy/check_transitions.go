@@ -43,12 +43,12 @@ func checkDeterminism(c *checker) {
 			case ChildReturn:
 				tr = trigger{kind: t.Kind, a: t.Outcome}
 			}
-			if first, ok := unguarded.get(tr); ok && t.Kind == SendMessage && first.Next.Name != t.Next.Name {
-				c.d.errorf(CodeNondeterministic, t.Pos, "state %s has the same message (%s from %s to %s) twice, leading to %s and to %s: the earlier one has no guard and always matches first, so this branch can never be taken; give the earlier one a guard, or send another message here", Quote(s.Name), Quote(t.Message.Name), Quote(t.From.Name), Quote(t.To.Name), Quote(first.Next.Name), Quote(t.Next.Name)).related(first.Pos, "the earlier transition")
-				continue
-			}
 			if first, ok := unguarded.get(tr); ok {
-				c.d.warnf(CodeShadowed, t.Pos, "this %s transition in state %s is never taken: an earlier one with the same %s and no guard always matches first", t.Kind, Quote(s.Name), triggerName(t)).related(first.Pos, "the earlier transition")
+				if t.Kind == SendMessage && first.Next.Name != t.Next.Name {
+					c.d.errorf(CodeNondeterministic, t.Pos, "state %s has the same message (%s from %s to %s) twice, leading to %s and to %s: the earlier one has no guard and always matches first, so this branch can never be taken; give the earlier one a guard, or send another message here", Quote(s.Name), Quote(t.Message.Name), Quote(t.From.Name), Quote(t.To.Name), Quote(first.Next.Name), Quote(t.Next.Name)).related(first.Pos, "the earlier transition")
+				} else {
+					c.d.warnf(CodeShadowed, t.Pos, "this %s transition in state %s is never taken: an earlier one with the same %s and no guard always matches first", t.Kind, Quote(s.Name), triggerName(t)).related(first.Pos, "the earlier transition")
+				}
 				continue
 			}
 			if t.Guard == nil {
