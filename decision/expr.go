@@ -96,9 +96,7 @@ func compile(e *policy.Expr, tree *ast.Node, x *Expression, fasts *fastBlock) (*
 		if x.fast != nil {
 			x.field, x.oneField = x.fast.contentField()
 		}
-		var v msgReader
-		v.walk(tree)
-		x.readsMsg = v.reads
+		x.readsMsg = readsMsg(tree)
 		if _, ok := policy.ExprTypeOf(*tree, envShape); ok {
 			return x, nil
 		}

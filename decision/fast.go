@@ -406,22 +406,23 @@ func (v *msgReader) Visit(n *ast.Node) {
 	}
 }
 
-// walk is ast.Walk(node, v), done directly for the nodes of the simple
-// shapes (those policy's parser makes) and by ast.Walk for the others.
-func (v *msgReader) walk(node *ast.Node) {
+// readsMsg is whether a msgReader walking node would find that it
+// reads msg: found directly for the nodes of the simple shapes (those
+// policy's parser makes), by ast.Walk for the others.
+func readsMsg(node *ast.Node) bool {
 	switch n := (*node).(type) {
 	case *ast.IdentifierNode:
-		v.Visit(node)
+		return n.Value == "msg" || n.Value == "$env"
 	case *ast.IntegerNode, *ast.FloatNode, *ast.StringNode, *ast.BoolNode:
+		return false
 	case *ast.UnaryNode:
-		v.walk(&n.Node)
+		return readsMsg(&n.Node)
 	case *ast.BinaryNode:
-		v.walk(&n.Left)
-		v.walk(&n.Right)
+		return readsMsg(&n.Left) || readsMsg(&n.Right)
 	case *ast.MemberNode:
-		v.walk(&n.Node)
-		v.walk(&n.Property)
-	default:
-		ast.Walk(node, v)
+		return readsMsg(&n.Node) || readsMsg(&n.Property)
 	}
+	v := new(msgReader)
+	ast.Walk(node, v)
+	return v.reads
 }

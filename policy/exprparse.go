@@ -270,14 +270,31 @@ func (p *exprParser) number(start int) {
 	p.off = end
 	var err error
 	p.num.isFloat = float
-	if float {
+	switch {
+	case float:
 		p.num.f, err = strconv.ParseFloat(text, 64)
-	} else {
+	case len(text) <= maxShortDigits:
+		p.num.i = shortDecimal(text)
+	default:
 		p.num.i, err = strconv.ParseInt(text, 10, 64)
 	}
 	if err != nil {
 		p.fail()
 	}
+}
+
+// maxShortDigits is the most decimal digits shortDecimal reads: any
+// number of 18 digits fits an int64.
+const maxShortDigits = 18
+
+// shortDecimal is strconv.ParseInt(text, 10, 64) for at most
+// maxShortDigits decimal digits.
+func shortDecimal(text string) int64 {
+	var n int64
+	for i := range len(text) {
+		n = 10*n + int64(text[i]-'0')
+	}
+	return n
 }
 
 // isExprSpace reports whether c is an ASCII space (unicode.IsSpace).

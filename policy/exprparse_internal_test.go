@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -29,6 +30,7 @@ var exprParseSeeds = []string{
 	`a // c`, `a /* c */`, `a / b`, `a & b`, `a <* b`, `a =* b`, `a = b`, `a ** * b`, `#a`, `::a`, `a..b`, `[1]`,
 	`{a: 1}`, `(a`, `a)`, `()`, `"unterminated`, `'`, `café == a`, `a == "café"`, `a.`, `.a`, `+`, ``, ` `, `((a))`,
 	`content.n > 1 and content.f < 2 or !content.b`, `vars.last < 100`, `content.n + 5`, `true`, `false`, `-true`,
+	`999999999999999999`, `1000000000000000000`, `000000000000000000123`, `a < 0123456789012345678`,
 	`a é`, `"é" == a`, `'x é' + a`, `a.é`, `1é`, "a && \"\x80\"",
 }
 
@@ -162,5 +164,19 @@ func TestVarReadsWalksAsASTWalk(t *testing.T) {
 				assert.Equal(t, want, got)
 			}
 		})
+	}
+}
+
+// TestShortDecimalIsParseInt checks shortDecimal against
+// strconv.ParseInt on numbers of every length it reads, with leading
+// zeros, nines and every digit.
+func TestShortDecimalIsParseInt(t *testing.T) {
+	for n := 1; n <= maxShortDigits; n++ {
+		for _, digits := range []string{"9", "0", "1", "0123456789", "9876543210", "5"} {
+			text := strings.Repeat(digits, n)[:n]
+			want, err := strconv.ParseInt(text, 10, 64)
+			require.NoError(t, err)
+			assert.Equal(t, want, shortDecimal(text), text)
+		}
 	}
 }

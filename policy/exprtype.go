@@ -39,6 +39,7 @@ var (
 	typeInt    = reflect.TypeFor[int]()
 	typeFloat  = reflect.TypeFor[float64]()
 	typeString = reflect.TypeFor[string]()
+	typeMapAny = reflect.TypeFor[map[string]any]()
 )
 
 // typeClass is what the typer's operators read of a type: which of the
@@ -212,6 +213,8 @@ func fieldType(x exprType, name string) (exprType, bool) {
 	switch t := x.t; {
 	case x.class == classAny:
 		return x, true
+	case t == typeMapAny: // content and vars at run time
+		return classType(classAny), true
 	case t.Kind() == reflect.Map && t.Key() == typeString && t.Name() == "":
 		return exprTypeOf(t.Elem()), true
 	case t.Kind() != reflect.Struct:
