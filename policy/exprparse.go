@@ -157,6 +157,10 @@ func (p *exprParser) next() {
 	}
 	c := src[start]
 	switch {
+	case (c == 'b' || c == 'B') && start+1 < len(src) && (src[start+1] == '"' || src[start+1] == '\''):
+		p.fail() // a bytes literal
+	case isLetter(c):
+		p.name(start)
 	case c == '"' || c == '\'':
 		end := start + 1
 		for end < len(src) && src[end] != c {
@@ -171,27 +175,8 @@ func (p *exprParser) next() {
 			return
 		}
 		emit(tokString, end+1, src[start+1:end])
-	case (c == 'b' || c == 'B') && start+1 < len(src) && (src[start+1] == '"' || src[start+1] == '\''):
-		p.fail() // a bytes literal
 	case isDigit(c):
 		p.number(start)
-	case isLetter(c):
-		end := start + 1
-		for end < len(src) && (isLetter(src[end]) || isDigit(src[end])) {
-			end++
-		}
-		if end < len(src) && src[end] == '$' {
-			p.fail()
-			return
-		}
-		switch word := src[start:end]; word {
-		case "not", "in", "or", "and":
-			emit(tokOperator, end, word)
-		case "matches", "contains", "startsWith", "endsWith", "let", "if", "else", "nil":
-			p.fail()
-		default:
-			emit(tokName, end, word)
-		}
 	case c == '(':
 		emit(tokOpen, start+1, "(")
 	case c == ')':
@@ -232,6 +217,29 @@ func (p *exprParser) next() {
 	}
 }
 
+// name reads a name, or a word operator, from src[start], a letter.
+func (p *exprParser) name(start int) {
+	src := p.src
+	end := start + 1
+	for end < len(src) && isLetterOrDigit(src[end]) {
+		end++
+	}
+	if end < len(src) && src[end] == '$' {
+		p.fail()
+		return
+	}
+	switch word := src[start:end]; word {
+	case "not", "in", "or", "and":
+		p.tok = exprToken{kind: tokOperator, value: word, loc: file.Location{From: start, To: end}}
+		p.off = end
+	case "matches", "contains", "startsWith", "endsWith", "let", "if", "else", "nil":
+		p.fail()
+	default:
+		p.tok = exprToken{kind: tokName, value: word, loc: file.Location{From: start, To: end}}
+		p.off = end
+	}
+}
+
 // number reads a decimal integer or a float with digits after its point.
 func (p *exprParser) number(start int) {
 	src := p.src
@@ -261,7 +269,7 @@ func (p *exprParser) number(start int) {
 		}
 		float = true
 	}
-	if end < len(src) && (isLetter(src[end]) || isDigit(src[end]) || src[end] == '$' || src[end] == '.') {
+	if end < len(src) && (isLetterOrDigit(src[end]) || src[end] == '$' || src[end] == '.') {
 		p.fail() // an exponent, a bad number, or a member of a number
 		return
 	}
@@ -297,14 +305,36 @@ func shortDecimal(text string) int64 {
 	return n
 }
 
+// charClasses are the classes of the bytes the lexer tells apart.
+var charClasses = func() (cc [256]uint8) {
+	for _, c := range []byte(" \t\n\v\f\r") {
+		cc[c] = classSpace
+	}
+	for c := '0'; c <= '9'; c++ {
+		cc[c] = classDigit
+	}
+	for c := 'a'; c <= 'z'; c++ {
+		cc[c], cc[c-'a'+'A'] = classLetter, classLetter
+	}
+	cc['_'] = classLetter
+	return cc
+}()
+
+const (
+	classSpace = 1 << iota
+	classDigit
+	classLetter
+)
+
 // isExprSpace reports whether c is an ASCII space (unicode.IsSpace).
-func isExprSpace(c byte) bool {
-	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'
-}
+func isExprSpace(c byte) bool { return charClasses[c] == classSpace }
 
-func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+func isDigit(c byte) bool { return charClasses[c] == classDigit }
 
-func isLetter(c byte) bool { return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
+func isLetter(c byte) bool { return charClasses[c] == classLetter }
+
+// isLetterOrDigit is isLetter(c) || isDigit(c).
+func isLetterOrDigit(c byte) bool { return charClasses[c]&(classLetter|classDigit) != 0 }
 
 // binaryPrecedence is the precedence of a binary operator the parser
 // reads, as expr's; ** and ^ associate to the right.
@@ -348,12 +378,18 @@ func (p *exprParser) expression(prec int) ast.Node {
 	if p.failed {
 		return nil
 	}
-	p.depth++
-	defer func() { p.depth-- }()
-	if p.depth > maxNativeDepth {
+	if p.depth == maxNativeDepth {
 		p.fail()
 		return nil
 	}
+	p.depth++
+	left := p.operators(prec)
+	p.depth--
+	return left
+}
+
+// operators is expression within the depth limit.
+func (p *exprParser) operators(prec int) ast.Node {
 	left := p.primary()
 	for !p.failed && p.tok.kind == tokOperator {
 		opTok := p.tok
