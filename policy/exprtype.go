@@ -25,7 +25,11 @@ import (
 // and each operand is a bool, an int, a float64, a string (or an optional
 // one) or a value of unknown type, as expr's checker allows them.
 func ExprTypeOf(tree ast.Node, env any) (reflect.Type, bool) {
-	ty := exprTyper{env: env}
+	return typeIn(tree, exprTyper{env: env})
+}
+
+// typeIn is ExprTypeOf with ty.
+func typeIn(tree ast.Node, ty exprTyper) (reflect.Type, bool) {
 	t, ok := ty.typeOf(tree)
 	if !ok || ty.nodes > MaxExprNodes/2 || !t.class.simple() {
 		return nil, false
@@ -95,6 +99,9 @@ func classOf(t reflect.Type) typeClass {
 type exprType struct {
 	t            reflect.Type
 	class, deref typeClass
+	// info, when not nil, is structInfoOf(t), read once for the names
+	// of a prepared environment.
+	info *structInfo
 }
 
 // exprTypeOf reads t.
@@ -110,10 +117,52 @@ func exprTypeOf(t reflect.Type) exprType {
 // classType is the simple type of class c.
 func classType(c typeClass) exprType { return exprType{t: classTypes[c], class: c, deref: c} }
 
-// exprTyper types one tree in env, counting its nodes.
+// exprTyper types one tree in env, counting its nodes; prepared, when
+// not nil, has env's names.
 type exprTyper struct {
-	env   any
-	nodes int
+	env      any
+	prepared *exprEnv
+	nodes    int
+}
+
+// exprEnv is an environment of the checks (a map) prepared for typing
+// many expressions: the types of its names, read once. It must not
+// change once prepared.
+type exprEnv struct {
+	m     map[string]any
+	names []string
+	types []exprType
+}
+
+func newExprEnv(m map[string]any) *exprEnv {
+	e := &exprEnv{m: m}
+	for name, v := range m {
+		if v == nil {
+			continue // no type: envName finds nothing
+		}
+		x := exprTypeOf(reflect.TypeOf(v))
+		if x.t.Kind() == reflect.Struct {
+			x.info = structInfoOf(x.t)
+		}
+		e.names = append(e.names, name)
+		e.types = append(e.types, x)
+	}
+	return e
+}
+
+// typeOf is ExprTypeOf(tree, e.m).
+func (e *exprEnv) typeOf(tree ast.Node) (reflect.Type, bool) {
+	return typeIn(tree, exprTyper{env: e.m, prepared: e})
+}
+
+// name is envName(e.m, name).
+func (e *exprEnv) name(name string) (exprType, bool) {
+	for i, n := range e.names {
+		if n == name {
+			return e.types[i], true
+		}
+	}
+	return exprType{}, false
 }
 
 func (ty *exprTyper) typeOf(node ast.Node) (exprType, bool) {
@@ -128,6 +177,9 @@ func (ty *exprTyper) typeOf(node ast.Node) (exprType, bool) {
 	case *ast.BoolNode:
 		return classType(classBool), true
 	case *ast.IdentifierNode:
+		if ty.prepared != nil {
+			return ty.prepared.name(n.Value)
+		}
 		return envName(ty.env, n.Value)
 	case *ast.MemberNode:
 		prop, ok := n.Property.(*ast.StringNode)
@@ -213,6 +265,8 @@ func fieldType(x exprType, name string) (exprType, bool) {
 	switch t := x.t; {
 	case x.class == classAny:
 		return x, true
+	case x.info != nil:
+		return x.info.field(name)
 	case t == typeMapAny: // content and vars at run time
 		return classType(classAny), true
 	case t.Kind() == reflect.Map && t.Key() == typeString && t.Name() == "":

@@ -142,13 +142,13 @@ func (*manyMethods) M9() {}
 // in every environment.
 func TestExprTypeOfAgreesWithTheReference(t *testing.T) {
 	envs := exprTypeEnvs()
-	envs["shapes"] = map[string]any{"x": fieldShapes{}, "many": manyMethods{}, "p": &fieldShapes{}, "e": Envelope{}}
+	envs["shapes"] = map[string]any{"x": fieldShapes{}, "many": manyMethods{}, "p": &fieldShapes{}, "e": Envelope{}, "none": nil}
 	envs["many"] = manyMethods{}
 	srcs := append(append(append([]string(nil), exprTypeSeeds...), exprParseSeeds...), policyExprs(t)...)
 	for _, src := range []string{`x.t + "s"`, `x.Tagged`, `x.Plain + 1`, `x.Again`, `x.hidden`, `x.Meter * 2`, `x.ExprMeter`,
 		`x.Meter2`, `x.After`, `x.Envelope`, `-x.Plain`, `!x.Plain`, `"t" in x`, `"t" in p`, `p.Plain`, `many.A + many.I`,
 		`many.m1 + "s"`, `many.M1`, `many.J`, `many.M2`, `many.K`, `many.M9`, `many.Z`, `A + I > 2`, `M1`, `m1 == "x"`, `e.sender == e.protocol`,
-		`e.receivers`, `e.reply_by`, `"sender" in e`, `e.nope`} {
+		`e.receivers`, `e.reply_by`, `"sender" in e`, `e.nope`, `none`, `none.x`, `x.Plain + many.A`} {
 		srcs = append(srcs, src)
 	}
 	for envName, env := range envs {
@@ -161,7 +161,8 @@ func TestExprTypeOfAgreesWithTheReference(t *testing.T) {
 }
 
 // assertTypedAsReference checks that ExprTypeOf types src in env as the
-// reference does, twice (the second time from the caches).
+// reference does, twice (the second time from the caches), and so does
+// env prepared as the checks prepare theirs, when it is a map.
 func assertTypedAsReference(t *testing.T, src string, env any) {
 	tree, err := parser.Parse(src)
 	if err != nil {
@@ -172,6 +173,11 @@ func assertTypedAsReference(t *testing.T, src string, env any) {
 		got, ok := ExprTypeOf(tree.Node, env)
 		assert.Equal(t, wantOK, ok, src)
 		assert.Equal(t, want, got, src)
+	}
+	if m, isMap := env.(map[string]any); isMap {
+		got, ok := newExprEnv(m).typeOf(tree.Node)
+		assert.Equal(t, wantOK, ok, "prepared: %s", src)
+		assert.Equal(t, want, got, "prepared: %s", src)
 	}
 }
 
