@@ -97,7 +97,7 @@ func compile(e *policy.Expr, tree *ast.Node, x *Expression, fasts *fastBlock) (*
 			x.field, x.oneField = x.fast.contentField()
 		}
 		x.readsMsg = readsMsg(tree)
-		if _, ok := policy.ExprTypeOf(*tree, envShape); ok {
+		if _, ok := envTypes.TypeOf(*tree); ok {
 			return x, nil
 		}
 	}
@@ -189,8 +189,9 @@ func (c *Compiler) Compile(e *policy.Expr) (*Expression, error) {
 	return Compile(e)
 }
 
-// envShape is the environment expressions compile against.
-var envShape any = Env{}
+// envTypes is the environment expressions compile against, prepared
+// for policy.ExprTypeOf.
+var envTypes = policy.PrepareExprEnv(Env{})
 
 // program returns the VM program, compiling it on first use.
 func (p *Expression) program() (*vm.Program, error) {

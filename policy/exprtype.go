@@ -125,37 +125,70 @@ type exprTyper struct {
 	nodes    int
 }
 
-// exprEnv is an environment of the checks (a map) prepared for typing
-// many expressions: the types of its names, read once. It must not
-// change once prepared.
+// ExprEnv is an environment prepared for typing many expressions with
+// TypeOf: the types of its names (and the fields of those that are
+// structs) are read once, rather than for each expression. The
+// environment must not change once prepared. An ExprEnv is immutable
+// and safe for concurrent use.
+type ExprEnv struct{ e exprEnv }
+
+// PrepareExprEnv prepares env, an environment as ExprTypeOf takes it (a
+// struct, or a map whose values' types are the names' types).
+func PrepareExprEnv(env any) *ExprEnv {
+	e := &ExprEnv{e: exprEnv{env: env}}
+	if m, ok := env.(map[string]any); ok {
+		for name, v := range m {
+			if v != nil { // else envName finds no type
+				e.e.add(name, exprTypeOf(reflect.TypeOf(v)))
+			}
+		}
+		return e
+	}
+	if t := reflect.TypeOf(env); t != nil && t.Kind() == reflect.Struct {
+		info := structInfoOf(t)
+		for _, name := range info.names {
+			if x, ok := info.field(name); ok { // not hidden by a method
+				e.e.add(name, x)
+			}
+		}
+	}
+	return e
+}
+
+// TypeOf returns what ExprTypeOf(tree, env) returns for the environment
+// e was prepared from.
+func (e *ExprEnv) TypeOf(tree ast.Node) (reflect.Type, bool) { return e.e.typeOf(tree) }
+
+// exprEnv is an environment prepared for typing (see ExprEnv). The
+// checks prepare theirs, maps, with newExprEnv.
 type exprEnv struct {
-	m     map[string]any
+	env   any
+	m     map[string]any // env, when it is a map
 	names []string
 	types []exprType
 }
 
 func newExprEnv(m map[string]any) *exprEnv {
-	e := &exprEnv{m: m}
-	for name, v := range m {
-		if v == nil {
-			continue // no type: envName finds nothing
-		}
-		x := exprTypeOf(reflect.TypeOf(v))
-		if x.t.Kind() == reflect.Struct {
-			x.info = structInfoOf(x.t)
-		}
-		e.names = append(e.names, name)
-		e.types = append(e.types, x)
-	}
+	e := &PrepareExprEnv(m).e
+	e.m = m
 	return e
 }
 
-// typeOf is ExprTypeOf(tree, e.m).
-func (e *exprEnv) typeOf(tree ast.Node) (reflect.Type, bool) {
-	return typeIn(tree, exprTyper{env: e.m, prepared: e})
+// add makes name, of type x, one of e's names.
+func (e *exprEnv) add(name string, x exprType) {
+	if x.t.Kind() == reflect.Struct {
+		x.info = structInfoOf(x.t)
+	}
+	e.names = append(e.names, name)
+	e.types = append(e.types, x)
 }
 
-// name is envName(e.m, name).
+// typeOf is ExprTypeOf(tree, e.env).
+func (e *exprEnv) typeOf(tree ast.Node) (reflect.Type, bool) {
+	return typeIn(tree, exprTyper{env: e.env, prepared: e})
+}
+
+// name is envName(e.env, name).
 func (e *exprEnv) name(name string) (exprType, bool) {
 	for i, n := range e.names {
 		if n == name {

@@ -144,6 +144,9 @@ func TestExprTypeOfAgreesWithTheReference(t *testing.T) {
 	envs := exprTypeEnvs()
 	envs["shapes"] = map[string]any{"x": fieldShapes{}, "many": manyMethods{}, "p": &fieldShapes{}, "e": Envelope{}, "none": nil}
 	envs["many"] = manyMethods{}
+	envs["a struct of shapes"] = fieldShapes{}
+	envs["not a struct"] = 3
+	envs["nothing"] = nil
 	srcs := append(append(append([]string(nil), exprTypeSeeds...), exprParseSeeds...), policyExprs(t)...)
 	for _, src := range []string{`x.t + "s"`, `x.Tagged`, `x.Plain + 1`, `x.Again`, `x.hidden`, `x.Meter * 2`, `x.ExprMeter`,
 		`x.Meter2`, `x.After`, `x.Envelope`, `-x.Plain`, `!x.Plain`, `"t" in x`, `"t" in p`, `p.Plain`, `many.A + many.I`,
@@ -162,7 +165,8 @@ func TestExprTypeOfAgreesWithTheReference(t *testing.T) {
 
 // assertTypedAsReference checks that ExprTypeOf types src in env as the
 // reference does, twice (the second time from the caches), and so does
-// env prepared as the checks prepare theirs, when it is a map.
+// env prepared (PrepareExprEnv, and newExprEnv for a map, as the checks
+// prepare theirs).
 func assertTypedAsReference(t *testing.T, src string, env any) {
 	tree, err := parser.Parse(src)
 	if err != nil {
@@ -174,10 +178,13 @@ func assertTypedAsReference(t *testing.T, src string, env any) {
 		assert.Equal(t, wantOK, ok, src)
 		assert.Equal(t, want, got, src)
 	}
+	got, ok := PrepareExprEnv(env).TypeOf(tree.Node)
+	assert.Equal(t, wantOK, ok, "prepared: %s", src)
+	assert.Equal(t, want, got, "prepared: %s", src)
 	if m, isMap := env.(map[string]any); isMap {
 		got, ok := newExprEnv(m).typeOf(tree.Node)
-		assert.Equal(t, wantOK, ok, "prepared: %s", src)
-		assert.Equal(t, want, got, "prepared: %s", src)
+		assert.Equal(t, wantOK, ok, "prepared by the checks: %s", src)
+		assert.Equal(t, want, got, "prepared by the checks: %s", src)
 	}
 }
 
