@@ -3,6 +3,7 @@ package decision
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/expr-lang/expr/ast"
@@ -79,25 +80,24 @@ var runs = sync.Pool{New: func() any { return &run{vm: vm.VM{MemoryBudget: polic
 func Compile(e *policy.Expr) (*Expression, error) {
 	tree, err := parser.Parse(e.Src)
 	if err != nil {
-		return compile(e, nil, new(Expression))
+		return compile(e, nil, new(Expression), nil)
 	}
-	return compile(e, &tree.Node, new(Expression))
+	return compile(e, &tree.Node, new(Expression), nil)
 }
 
 // compile is Compile from e's syntax tree, nil when its source does not
-// parse, into x (zero). The tree comes by a pointer, which ast.Walk
-// takes, so that walking it does not move it to the heap.
-func compile(e *policy.Expr, tree *ast.Node, x *Expression) (*Expression, error) {
+// parse, into x (zero), with the nodes of its native form from fasts.
+// The tree comes by a pointer, which ast.Walk takes, so that walking it
+// does not move it to the heap.
+func compile(e *policy.Expr, tree *ast.Node, x *Expression, fasts *fastBlock) (*Expression, error) {
 	x.Src, x.readsMsg = e, true
 	if tree != nil {
-		x.fast = fastNode(*tree)
+		x.fast = fasts.fastNode(*tree)
 		if x.fast != nil {
 			x.field, x.oneField = x.fast.contentField()
 		}
-		var v msgReader
-		ast.Walk(tree, &v)
-		x.readsMsg = v.reads
-		if _, ok := policy.ExprTypeOf(*tree, envShape); ok {
+		x.readsMsg = readsMsg(tree)
+		if _, ok := envTypes.TypeOf(*tree); ok {
 			return x, nil
 		}
 	}
@@ -123,9 +123,10 @@ type Compiler struct {
 	done   map[*policy.Expr]compiled
 	// tree holds the tree Parsed was given while compile walks it.
 	tree ast.Node
-	// block is where Parsed's next Expressions come from: one
-	// allocation for many.
+	// block is where Parsed's next Expressions come from, and fasts the
+	// nodes of their native forms: one allocation for many.
 	block []Expression
+	fasts fastBlock
 }
 
 // exprBlock is how many Expressions a Compiler allocates at once.
@@ -144,7 +145,7 @@ func (c *Compiler) Parsed(e *policy.Expr, tree ast.Node) {
 		c.block = make([]Expression, exprBlock)
 	}
 	c.tree = tree
-	x, err := compile(e, &c.tree, &c.block[0])
+	x, err := compile(e, &c.tree, &c.block[0], &c.fasts)
 	c.tree = nil
 	if err == nil {
 		c.block = c.block[1:]
@@ -154,6 +155,11 @@ func (c *Compiler) Parsed(e *policy.Expr, tree ast.Node) {
 	if c.done != nil {
 		c.done[e] = compiled{e, x, err}
 		return
+	}
+	if len(c.parsed) == cap(c.parsed) {
+		// Double it: append grows a long slice by a quarter, copying a
+		// large policy's list a dozen times.
+		c.parsed = slices.Grow(c.parsed, len(c.parsed)+16)
 	}
 	c.parsed = append(c.parsed, compiled{e, x, err})
 }
@@ -183,8 +189,9 @@ func (c *Compiler) Compile(e *policy.Expr) (*Expression, error) {
 	return Compile(e)
 }
 
-// envShape is the environment expressions compile against.
-var envShape any = Env{}
+// envTypes is the environment expressions compile against, prepared
+// for policy.ExprTypeOf.
+var envTypes = policy.PrepareExprEnv(Env{})
 
 // program returns the VM program, compiling it on first use.
 func (p *Expression) program() (*vm.Program, error) {

@@ -44,7 +44,24 @@ const (
 	opGe
 )
 
-var cmpOps = map[string]cmpOp{"==": opEq, "!=": opNe, "<": opLt, "<=": opLe, ">": opGt, ">=": opGe}
+// cmpOpOf returns the comparison operator op names.
+func cmpOpOf(op string) (cmpOp, bool) {
+	switch op {
+	case "==":
+		return opEq, true
+	case "!=":
+		return opNe, true
+	case "<":
+		return opLt, true
+	case "<=":
+		return opLe, true
+	case ">":
+		return opGt, true
+	case ">=":
+		return opGe, true
+	}
+	return 0, false
+}
 
 // flipped is the operator with its operands swapped: 0 < n is n > 0.
 var flipped = [...]cmpOp{opEq: opEq, opNe: opNe, opLt: opGt, opLe: opGe, opGt: opLt, opGe: opLe}
@@ -266,17 +283,41 @@ func asFloat(v any) (float64, bool) {
 	return 0, false
 }
 
-func fastNode(n ast.Node) *fast {
+// fastBlock hands out the nodes of native forms from a block, one
+// allocation for many; the nil *fastBlock allocates each.
+type fastBlock struct{ block []fast }
+
+// fastBlockSize is how many nodes a fastBlock allocates at once.
+const fastBlockSize = 64
+
+func (b *fastBlock) new(f fast) *fast {
+	if b == nil {
+		n := new(fast)
+		*n = f
+		return n
+	}
+	if len(b.block) == 0 {
+		b.block = make([]fast, fastBlockSize)
+	}
+	n := &b.block[0]
+	*n = f
+	b.block = b.block[1:]
+	return n
+}
+
+// fastNode returns the native form of n, nil when it has none, with its
+// nodes from b.
+func (b *fastBlock) fastNode(n ast.Node) *fast {
 	switch n := n.(type) {
 	case *ast.UnaryNode:
 		if n.Operator != "!" && n.Operator != "not" {
 			return nil
 		}
-		inner := fastNode(n.Node)
+		inner := b.fastNode(n.Node)
 		if inner == nil {
 			return nil
 		}
-		return &fast{kind: fastNot, left: inner}
+		return b.new(fast{kind: fastNot, left: inner})
 	case *ast.BinaryNode:
 		switch n.Operator {
 		case "in":
@@ -285,9 +326,9 @@ func fastNode(n ast.Node) *fast {
 			if !ok || !ok2 || id.Value != "content" {
 				return nil
 			}
-			return &fast{kind: fastHas, key: key.Value}
+			return b.new(fast{kind: fastHas, key: key.Value})
 		case "&&", "and", "||", "or":
-			l, r := fastNode(n.Left), fastNode(n.Right)
+			l, r := b.fastNode(n.Left), b.fastNode(n.Right)
 			if l == nil || r == nil {
 				return nil
 			}
@@ -295,37 +336,40 @@ func fastNode(n ast.Node) *fast {
 			if n.Operator == "||" || n.Operator == "or" {
 				kind = fastOr
 			}
-			return &fast{kind: kind, left: l, right: r}
+			return b.new(fast{kind: kind, left: l, right: r})
 		}
-		op, ok := cmpOps[n.Operator]
+		op, ok := cmpOpOf(n.Operator)
 		if !ok {
 			return nil
 		}
-		if f := comparison(n.Left, n.Right, op); f != nil {
-			return f
+		if f, ok := comparison(n.Left, n.Right, op); ok {
+			return b.new(f)
 		}
-		return comparison(n.Right, n.Left, flipped[op])
+		if f, ok := comparison(n.Right, n.Left, flipped[op]); ok {
+			return b.new(f)
+		}
+		return nil
 	}
 	return nil
 }
 
-// comparison returns field op lit natively, or nil when field is not a
-// field of content or vars or lit not a literal.
-func comparison(field, lit ast.Node, op cmpOp) *fast {
+// comparison returns field op lit natively, and false when field is not
+// a field of content or vars or lit not a literal.
+func comparison(field, lit ast.Node, op cmpOp) (fast, bool) {
 	m, ok := field.(*ast.MemberNode)
 	if !ok || m.Optional || m.Method {
-		return nil
+		return fast{}, false
 	}
 	root, ok := m.Node.(*ast.IdentifierNode)
 	key, ok2 := m.Property.(*ast.StringNode)
 	if !ok || !ok2 || (root.Value != "content" && root.Value != "vars") {
-		return nil
+		return fast{}, false
 	}
 	l, ok := literalOf(lit)
 	if !ok {
-		return nil
+		return fast{}, false
 	}
-	return &fast{kind: fastCmp, vars: root.Value == "vars", key: key.Value, op: op, lit: l}
+	return fast{kind: fastCmp, vars: root.Value == "vars", key: key.Value, op: op, lit: l}, true
 }
 
 func literalOf(n ast.Node) (literal, bool) {
@@ -360,4 +404,25 @@ func (v *msgReader) Visit(n *ast.Node) {
 	if id, ok := (*n).(*ast.IdentifierNode); ok && (id.Value == "msg" || id.Value == "$env") {
 		v.reads = true
 	}
+}
+
+// readsMsg is whether a msgReader walking node would find that it
+// reads msg: found directly for the nodes of the simple shapes (those
+// policy's parser makes), by ast.Walk for the others.
+func readsMsg(node *ast.Node) bool {
+	switch n := (*node).(type) {
+	case *ast.IdentifierNode:
+		return n.Value == "msg" || n.Value == "$env"
+	case *ast.IntegerNode, *ast.FloatNode, *ast.StringNode, *ast.BoolNode:
+		return false
+	case *ast.UnaryNode:
+		return readsMsg(&n.Node)
+	case *ast.BinaryNode:
+		return readsMsg(&n.Left) || readsMsg(&n.Right)
+	case *ast.MemberNode:
+		return readsMsg(&n.Node) || readsMsg(&n.Property)
+	}
+	v := new(msgReader)
+	ast.Walk(node, v)
+	return v.reads
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/parleyhq/parley/decision"
@@ -77,6 +78,11 @@ func Check(p *policy.Policy, opts ...CompileOption) (*Compiled, policy.Diagnosti
 		if err != nil {
 			errs = append(errs, exprDiagnostic(e, err))
 			return nil
+		}
+		if len(c.compiled) == cap(c.compiled) {
+			// Double it: append grows a long slice by a quarter, copying
+			// a large policy's list a dozen times.
+			c.compiled = slices.Grow(c.compiled, len(c.compiled)+16)
 		}
 		c.compiled = append(c.compiled, compiledExpr{e, x})
 		return x

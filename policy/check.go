@@ -105,6 +105,8 @@ type checker struct {
 	timers decls[*Timer]
 	vars   decls[*Field]
 	states map[string]int
+	// recent holds the last names stateIndex looked up in states.
+	recent [4]recentState
 	// dupStates lists the states whose name an earlier state has, each
 	// with the index of the first, in order.
 	dupStates [][2]int
@@ -144,8 +146,11 @@ type checker struct {
 	// remembers, scratch what it found of the last it did not.
 	results slab[exprResult]
 	scratch exprResult
-	// parser reads the expressions of the simple shapes.
+	// parser reads the expressions of the simple shapes; tree holds the
+	// tree it read while compileExpr lends and walks it (by a pointer,
+	// which ast.Walk takes, so that it does not move to the heap).
 	parser exprParser
+	tree   ast.Node
 	// projections keeps the projection onto each role that talks, made
 	// by the projection check.
 	projections map[string]*Projection
@@ -170,18 +175,11 @@ func newChecker(p *Policy, o checkOptions) *checker {
 		c.vars.put(v.Name, v)
 	}
 	edges := 0
-	for i, s := range p.States {
+	for _, s := range p.States {
 		edges += len(s.Transitions)
 		c.joins = c.joins || s.Join
-		if s.Name == "" {
-			continue
-		}
-		if j, ok := c.states[s.Name]; ok {
-			c.dupStates = append(c.dupStates, [2]int{i, j})
-			continue
-		}
-		c.states[s.Name] = i
 	}
+	c.indexStates()
 	c.next = make([][]int, len(p.States))
 	// One array holds every state's successors.
 	flat := make([]int, edges)
@@ -200,6 +198,34 @@ func newChecker(p *Policy, o checkOptions) *checker {
 	c.predecessors()
 	c.toEnd = c.backward()
 	return c
+}
+
+// indexStates fills c.states and c.dupStates. States are most often
+// named once each, so each is entered without looking it up first; at
+// the first name entered twice, the states are indexed again, looking
+// each up.
+func (c *checker) indexStates() {
+	for i, s := range c.p.States {
+		if s.Name == "" {
+			continue
+		}
+		n := len(c.states)
+		if c.states[s.Name] = i; len(c.states) > n {
+			continue
+		}
+		clear(c.states)
+		for i, s := range c.p.States {
+			if s.Name == "" {
+				continue
+			}
+			if j, ok := c.states[s.Name]; ok {
+				c.dupStates = append(c.dupStates, [2]int{i, j})
+				continue
+			}
+			c.states[s.Name] = i
+		}
+		return
+	}
 }
 
 // edge is what most checks read of a transition: a pass over the edges
@@ -352,10 +378,27 @@ func (c *checker) stateAfter(i int, name string) int {
 }
 
 func (c *checker) stateIndex(name string) int {
-	if i, ok := c.states[name]; ok {
-		return i
+	// The states most transitions lead to out of order (a policy's
+	// terminal states) are remembered, by the last few names looked up.
+	for k := range c.recent {
+		if r := &c.recent[k]; r.name == name && r.set {
+			return r.index
+		}
 	}
-	return -1
+	i, ok := c.states[name]
+	if !ok {
+		i = -1
+	}
+	copy(c.recent[1:], c.recent[:len(c.recent)-1])
+	c.recent[0] = recentState{name: name, index: i, set: true}
+	return i
+}
+
+// recentState is a name stateIndex looked up, and the state's index.
+type recentState struct {
+	name  string
+	index int
+	set   bool
 }
 
 // forward marks the states reachable from the initial state.

@@ -80,16 +80,38 @@ func checkDeclarations(c *checker) {
 				seen[b.Child] = b.Pos
 			}
 		}
-		seen := map[string]Pos{}
 		for _, t := range s.Transitions {
-			for _, a := range t.Set {
-				if at, dup := seen[a.Var.Name]; dup {
-					c.d.errorf(CodeDuplicate, a.Var.Pos, "variable %s is set twice by one transition", Quote(a.Var.Name)).related(at, "first set here")
-				}
-				seen[a.Var.Name] = a.Var.Pos
+			if len(t.Set) > 1 {
+				c.checkSetTwice(t.Set)
 			}
-			clear(seen)
 		}
+	}
+}
+
+// checkSetTwice reports each assignment of set to a variable an earlier
+// one sets, related to the last of those. A transition sets a handful
+// of variables, compared by name; more are indexed.
+func (c *checker) checkSetTwice(set []*Assign) {
+	report := func(a *Assign, at Pos) {
+		c.d.errorf(CodeDuplicate, a.Var.Pos, "variable %s is set twice by one transition", Quote(a.Var.Name)).related(at, "first set here")
+	}
+	if len(set) <= maxScannedDecls {
+		for k, a := range set {
+			for j := k - 1; j >= 0; j-- {
+				if set[j].Var.Name == a.Var.Name {
+					report(a, set[j].Var.Pos)
+					break
+				}
+			}
+		}
+		return
+	}
+	seen := make(map[string]Pos, len(set))
+	for _, a := range set {
+		if at, dup := seen[a.Var.Name]; dup {
+			report(a, at)
+		}
+		seen[a.Var.Name] = a.Var.Pos
 	}
 }
 

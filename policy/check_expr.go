@@ -28,8 +28,8 @@ func checkExpressions(c *checker) {
 		msg      string
 		withVars bool
 	}
-	contentEnv := map[envKey]map[string]any{}
-	envFor := func(m *MessageType, withVars bool) map[string]any {
+	contentEnv := map[envKey]*exprEnv{}
+	envFor := func(m *MessageType, withVars bool) *exprEnv {
 		key := envKey{withVars: withVars}
 		if m != nil {
 			key.msg = m.Name
@@ -49,24 +49,25 @@ func checkExpressions(c *checker) {
 		if withVars {
 			env[EnvVars] = zero(varsType)
 		}
-		contentEnv[key] = env
-		return env
+		prepared := newExprEnv(env)
+		contentEnv[key] = prepared
+		return prepared
 	}
-	decideEnv := map[string]any{
+	decideEnv := newExprEnv(map[string]any{
 		EnvContent:  map[string]any{},
 		EnvMsg:      Envelope{},
 		EnvVars:     zero(varsType),
 		EnvChoices:  []string{},
 		EnvPeer:     "",
 		EnvSessions: []map[string]any{},
-	}
+	})
 	for _, m := range p.Messages {
 		c.checkExpr(m.Match, exprPlace{what: "match rule"}, envFor(m, false), reflect.TypeFor[bool]())
 	}
 	// The environments of transitions, by the index of their message
 	// type, and of those that send none.
-	msgEnvs := make([]map[string]any, len(c.msgs.names))
-	var noMsgEnv map[string]any
+	msgEnvs := make([]*exprEnv, len(c.msgs.names))
+	var noMsgEnv *exprEnv
 	k := 0 // the index of the next transition's edge
 	for _, s := range p.States {
 		c.checkExpr(s.Decide, exprPlace{what: "decide"}, decideEnv, nil)
@@ -77,7 +78,7 @@ func checkExpressions(c *checker) {
 				continue
 			}
 			t := s.Transitions[j]
-			var env map[string]any
+			var env *exprEnv
 			if t.Kind == SendMessage {
 				i := c.msgs.index(t.Message.Name)
 				if i < 0 {
@@ -123,7 +124,7 @@ type exprKey struct {
 
 // compileExpr compiles e's source as the engine does (CompileExpr), in
 // env.
-func (c *checker) compileExpr(e *Expr, env map[string]any) *exprResult {
+func (c *checker) compileExpr(e *Expr, env *exprEnv) *exprResult {
 	src := e.Src
 	// A source of the simple shapes is parsed here, to the tree expr's
 	// parser would make of it, and typed here, without expr's checker and
@@ -133,13 +134,16 @@ func (c *checker) compileExpr(e *Expr, env map[string]any) *exprResult {
 	tree, native := c.parser.parse(src)
 	if native {
 		c.scratch = exprResult{}
-		if c.typed(e, &c.scratch, &tree, env) {
+		c.tree = tree
+		ok := c.typed(e, &c.scratch, &c.tree, env)
+		c.tree = nil
+		if ok {
 			return &c.scratch
 		}
 	}
 	// Any other goes to expr, which parses it (again, when the tree read
 	// here did not type).
-	key := exprKey{reflect.ValueOf(env).Pointer(), src}
+	key := exprKey{reflect.ValueOf(env.m).Pointer(), src}
 	if r, ok := c.exprCache[key]; ok {
 		return r
 	}
@@ -156,7 +160,7 @@ func (c *checker) compileExpr(e *Expr, env map[string]any) *exprResult {
 		if c.exprConfigs == nil {
 			c.exprConfigs = map[uintptr]*conf.Config{}
 		}
-		config = newExprConfig(env)
+		config = newExprConfig(env.m)
 		c.exprConfigs[key.env] = config
 	}
 	prog, stage, err := compileWith(src, config, func(tree *ast.Node) bool {
@@ -184,16 +188,16 @@ func (c *checker) compileExpr(e *Expr, env map[string]any) *exprResult {
 // typed lends e's parsed tree to the caller of the checks, records in
 // r the variables it reads (in c.reads, until the next call) and, when
 // ExprTypeOf types it, its type: it reports whether it did.
-func (c *checker) typed(e *Expr, r *exprResult, tree *ast.Node, env map[string]any) bool {
+func (c *checker) typed(e *Expr, r *exprResult, tree *ast.Node, env *exprEnv) bool {
 	if c.opts.parsed != nil {
 		c.opts.parsed(e, *tree)
 	}
 	c.reads = c.reads[:0]
-	ast.Walk(tree, &c.reads)
+	c.reads.walk(tree)
 	slices.Sort(c.reads)
 	c.reads = slices.Compact(c.reads)
 	r.reads = c.reads
-	t, ok := ExprTypeOf(*tree, env)
+	t, ok := env.typeOf(*tree)
 	r.got = t
 	return ok
 }
@@ -233,21 +237,21 @@ func (p exprPlace) String() string {
 
 // checkExpr checks one expression; want, when not nil, is the type its
 // result must have (interface results pass: they are checked at run time).
-func (c *checker) checkExpr(e *Expr, place exprPlace, env map[string]any, want reflect.Type) {
+func (c *checker) checkExpr(e *Expr, place exprPlace, env *exprEnv, want reflect.Type) {
 	if e == nil {
 		return
 	}
 	r := c.compileExpr(e, env)
 	switch {
 	case r.syntaxErr != nil:
-		c.exprError(CodeExprSyntax, e, place.String(), r.syntaxErr, env)
+		c.exprError(CodeExprSyntax, e, place.String(), r.syntaxErr, env.m)
 		return
 	case r.limitErr != nil:
 		c.d.errorf(CodeLimit, e.Pos, "%s has more than %d syntax nodes (policy.MaxExprNodes); split it into several, or simplify it", place, MaxExprNodes)
 		return
 	case r.typeErr != nil:
 		c.markRead(r.reads)
-		c.exprError(CodeExprType, e, place.String(), r.typeErr, env)
+		c.exprError(CodeExprType, e, place.String(), r.typeErr, env.m)
 		return
 	}
 	c.markRead(r.reads)
@@ -457,5 +461,24 @@ func (v *varReads) Visit(node *ast.Node) {
 		if s, ok := m.Property.(*ast.StringNode); ok {
 			*v = append(*v, s.Value)
 		}
+	}
+}
+
+// walk is ast.Walk(node, v), done directly for the nodes exprParser
+// makes and by ast.Walk for the others.
+func (v *varReads) walk(node *ast.Node) {
+	switch n := (*node).(type) {
+	case *ast.IdentifierNode, *ast.IntegerNode, *ast.FloatNode, *ast.StringNode, *ast.BoolNode:
+	case *ast.UnaryNode:
+		v.walk(&n.Node)
+	case *ast.BinaryNode:
+		v.walk(&n.Left)
+		v.walk(&n.Right)
+	case *ast.MemberNode:
+		v.walk(&n.Node)
+		v.walk(&n.Property)
+		v.Visit(node)
+	default:
+		ast.Walk(node, v)
 	}
 }

@@ -155,3 +155,81 @@ func TestKeyAppliesIsTransitionKeys(t *testing.T) {
 		})
 	}
 }
+
+// TestStatesIndexedWithOrWithoutRepeats checks indexStates on lists of
+// state names with and without repeats and empty names: each name maps
+// to its first state, and each later state of a name is listed with it,
+// in order, as a lookup of every name finds them; and that stateIndex,
+// whose last lookups are remembered, finds what the map holds however
+// often it is asked.
+func TestStatesIndexedWithOrWithoutRepeats(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		names []string
+	}{
+		{"none", nil},
+		{"distinct", []string{"a", "b", "c"}},
+		{"an empty name", []string{"a", "", "b", ""}},
+		{"a repeat", []string{"a", "b", "a"}},
+		{"repeats late and often", []string{"a", "b", "c", "d", "e", "f", "c", "a", "c", "", "f"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &Policy{}
+			for _, n := range tc.names {
+				p.States = append(p.States, &State{Name: n})
+			}
+			c := newChecker(p, checkOptions{})
+			want := map[string]int{}
+			var dups [][2]int
+			for i, n := range tc.names {
+				if n == "" {
+					continue
+				}
+				if j, ok := want[n]; ok {
+					dups = append(dups, [2]int{i, j})
+					continue
+				}
+				want[n] = i
+			}
+			assert.Equal(t, want, c.states)
+			assert.Equal(t, dups, c.dupStates)
+			for range 3 {
+				for _, n := range append(tc.names, "missing", "z") {
+					i, ok := want[n]
+					if !ok {
+						i = -1
+					}
+					assert.Equal(t, i, c.stateIndex(n), n)
+				}
+			}
+		})
+	}
+}
+
+// TestSetTwiceScansAsItIndexes checks checkSetTwice on sets of every
+// length up to past maxScannedDecls, with names repeated in several
+// patterns: each repeat is reported, related to the assignment of its
+// name just before it, as by a map of the last position of each name.
+func TestSetTwiceScansAsItIndexes(t *testing.T) {
+	for n := 2; n <= 3*maxScannedDecls; n++ {
+		for _, period := range []int{1, 2, 3, n} {
+			t.Run(fmt.Sprint(n, "/", period), func(t *testing.T) {
+				var set []*Assign
+				for i := range n {
+					set = append(set, &Assign{Var: Ref{Name: fmt.Sprint("v", i%period), Pos: Pos{Line: i + 1}}})
+				}
+				var want diags
+				last := map[string]Pos{}
+				for _, a := range set {
+					if at, dup := last[a.Var.Name]; dup {
+						want.errorf(CodeDuplicate, a.Var.Pos, "variable %s is set twice by one transition", Quote(a.Var.Name)).related(at, "first set here")
+					}
+					last[a.Var.Name] = a.Var.Pos
+				}
+				c := &checker{}
+				c.checkSetTwice(set)
+				assert.Equal(t, want.list, c.d.list)
+			})
+		}
+	}
+}

@@ -57,8 +57,12 @@ func checkReferences(c *checker) {
 		for j := range c.next[i] {
 			e := &c.edges[k]
 			k++
-			if c.resolved && c.next[i][j] >= 0 && !e.set {
-				continue // its message, roles or timer are declared
+			if c.resolved && c.next[i][j] >= 0 {
+				// Its message, roles or timer are declared.
+				if e.set {
+					c.checkSetVars(s.Transitions[j].Set, varNames)
+				}
+				continue
 			}
 			t := s.Transitions[j]
 			if c.next[i][j] < 0 && t.Next.Name != "" {
@@ -75,11 +79,17 @@ func checkReferences(c *checker) {
 			case OnTimeout:
 				timer(t.Timer)
 			}
-			for _, a := range t.Set {
-				if a.Var.Name != "" && c.vars.get(a.Var.Name) == nil {
-					c.d.errorf(CodeUnresolved, a.Var.Pos, "variable %s is not declared (declare it under vars)%s", Quote(a.Var.Name), didYouMean(a.Var.Name, varNames))
-				}
-			}
+			c.checkSetVars(t.Set, varNames)
+		}
+	}
+}
+
+// checkSetVars reports the assignments of set to undeclared variables,
+// with the nearest of varNames as a suggestion.
+func (c *checker) checkSetVars(set []*Assign, varNames []string) {
+	for _, a := range set {
+		if a.Var.Name != "" && c.vars.get(a.Var.Name) == nil {
+			c.d.errorf(CodeUnresolved, a.Var.Pos, "variable %s is not declared (declare it under vars)%s", Quote(a.Var.Name), didYouMean(a.Var.Name, varNames))
 		}
 	}
 }
@@ -87,7 +97,10 @@ func checkReferences(c *checker) {
 // checkStateShapes reports transitions that do not fit their state's kind;
 // the YAML form cannot express most of these, the XML form can.
 func checkStateShapes(c *checker) {
+	k := 0 // the index of the state's first edge
 	for _, s := range c.p.States {
+		edges := c.edges[k : k+len(s.Transitions)]
+		k += len(edges)
 		switch s.Kind {
 		case KindTerminal:
 			if len(s.Transitions) > 0 {
@@ -100,15 +113,16 @@ func checkStateShapes(c *checker) {
 			if s.Child == nil {
 				c.d.errorf(CodeMissingField, s.Pos, "in-child state %s names no child policy", Quote(s.Name))
 			}
-			for _, t := range s.Transitions {
-				if t.Kind == SendMessage {
+			for j, e := range edges {
+				if e.kind == edgeSend {
+					t := s.Transitions[j]
 					c.d.errorf(CodeInvalidValue, t.Pos, "in-child state %s cannot send %s: while the child policy runs, only child-return and on-timeout transitions apply", Quote(s.Name), Quote(t.Message.Name))
 				}
 			}
 		case KindNormal:
-			for _, t := range s.Transitions {
-				if t.Kind == ChildReturn {
-					c.d.errorf(CodeInvalidValue, t.Pos, "state %s runs no child policy, so it cannot have a child-return transition", Quote(s.Name))
+			for j, e := range edges {
+				if e.kind == edgeReturn {
+					c.d.errorf(CodeInvalidValue, s.Transitions[j].Pos, "state %s runs no child policy, so it cannot have a child-return transition", Quote(s.Name))
 				}
 			}
 		}

@@ -13,14 +13,21 @@ func checkTimers(c *checker) {
 		}
 	}
 	var armed, handled nameSet
+	k := 0 // the index of the state's first edge
 	for _, s := range c.p.States {
+		edges := c.edges[k : k+len(s.Transitions)]
+		k += len(edges)
 		armed.reset()
 		for _, r := range s.Arm {
 			armed.add(r.Name)
 		}
 		handled.reset()
-		for _, t := range s.Transitions {
-			if t.Kind != OnTimeout || t.Timer.Name == "" {
+		for j, e := range edges {
+			if e.kind != edgeTimeout {
+				continue
+			}
+			t := s.Transitions[j]
+			if t.Timer.Name == "" {
 				continue
 			}
 			handled.add(t.Timer.Name)

@@ -16,59 +16,101 @@ import "fmt"
 //   - two choices of one sender with the same message key are
 //     nondeterministic: the decision cannot say which it means.
 func checkDeterminism(c *checker) {
+	// A trigger, key, class and match rule name roles and message types
+	// by number: their indices among the declarations when every name
+	// resolves, else numbers given to the names (the same for the same
+	// name), so that keys are compared as numbers.
 	type trigger struct {
-		kind    TransitionKind
-		a, b, c string
+		kind          edgeKind
+		from, to, msg int32
+		name          string // the timer, or the child outcome
+	}
+	type key struct {
+		from int32
+		key  string
+	}
+	type class struct {
+		from, to int32
+		perf     string
+	}
+	type match struct {
+		from, to   int32
+		perf, rule string
 	}
 	// The first transition of each trigger, key, class and match rule
 	// in a state, reused from state to state.
 	var (
 		unguarded firstSeen[trigger]
-		keys      firstSeen[[2]string]
-		classes   firstSeen[[3]string] // sender, receiver, performative → matchless transition
-		matches   firstSeen[[4]string] // sender, receiver, performative, match source
+		keys      firstSeen[key]
+		classes   firstSeen[class] // sender, receiver, performative → matchless transition
+		matches   firstSeen[match] // sender, receiver, performative, match source
+		numbers   map[string]int32 // the names' numbers, when not every name resolves
 	)
+	number := func(name string) int32 {
+		n, ok := numbers[name]
+		if !ok {
+			if numbers == nil {
+				numbers = map[string]int32{}
+			}
+			n = int32(len(numbers))
+			numbers[name] = n
+		}
+		return n
+	}
+	k := 0 // the index of the state's first edge
 	for _, s := range c.p.States {
 		unguarded.reset()
 		keys.reset()
 		classes.reset()
 		matches.reset()
-		for _, t := range s.Transitions {
-			var tr trigger
-			switch t.Kind {
-			case SendMessage:
-				tr = trigger{t.Kind, t.From.Name, t.To.Name, t.Message.Name}
-			case OnTimeout:
-				tr = trigger{kind: t.Kind, a: t.Timer.Name}
-			case ChildReturn:
-				tr = trigger{kind: t.Kind, a: t.Outcome}
-			}
-			if first, ok := unguarded.get(tr); ok && t.Kind == SendMessage && first.Next.Name != t.Next.Name {
-				c.d.errorf(CodeNondeterministic, t.Pos, "state %s has the same message (%s from %s to %s) twice, leading to %s and to %s: the earlier one has no guard and always matches first, so this branch can never be taken; give the earlier one a guard, or send another message here", Quote(s.Name), Quote(t.Message.Name), Quote(t.From.Name), Quote(t.To.Name), Quote(first.Next.Name), Quote(t.Next.Name)).related(first.Pos, "the earlier transition")
-				continue
+		edges := c.edges[k : k+len(s.Transitions)]
+		k += len(edges)
+		for j, t := range s.Transitions {
+			e := &edges[j]
+			tr := trigger{kind: e.kind}
+			switch e.kind {
+			case edgeSend:
+				if c.resolved {
+					tr.from, tr.to, tr.msg = e.from, e.to, e.msg
+				} else {
+					tr.from, tr.to, tr.msg = number(t.From.Name), number(t.To.Name), number(t.Message.Name)
+				}
+			case edgeTimeout:
+				tr.name = t.Timer.Name
+			case edgeReturn:
+				tr.name = t.Outcome
 			}
 			if first, ok := unguarded.get(tr); ok {
-				c.d.warnf(CodeShadowed, t.Pos, "this %s transition in state %s is never taken: an earlier one with the same %s and no guard always matches first", t.Kind, Quote(s.Name), triggerName(t)).related(first.Pos, "the earlier transition")
+				if t.Kind == SendMessage && first.Next.Name != t.Next.Name {
+					c.d.errorf(CodeNondeterministic, t.Pos, "state %s has the same message (%s from %s to %s) twice, leading to %s and to %s: the earlier one has no guard and always matches first, so this branch can never be taken; give the earlier one a guard, or send another message here", Quote(s.Name), Quote(t.Message.Name), Quote(t.From.Name), Quote(t.To.Name), Quote(first.Next.Name), Quote(t.Next.Name)).related(first.Pos, "the earlier transition")
+				} else {
+					c.d.warnf(CodeShadowed, t.Pos, "this %s transition in state %s is never taken: an earlier one with the same %s and no guard always matches first", t.Kind, Quote(s.Name), triggerName(t)).related(first.Pos, "the earlier transition")
+				}
 				continue
 			}
 			if t.Guard == nil {
 				unguarded.put(tr, t)
 			}
-			if t.Kind != SendMessage {
+			if e.kind != edgeSend {
 				continue
 			}
-			k := [2]string{t.From.Name, t.MessageKey()}
-			if first, ok := keys.get(k); ok && (first.To.Name != t.To.Name || first.Message.Name != t.Message.Name) {
+			ck := key{tr.from, t.MessageKey()}
+			if first, ok := keys.get(ck); ok && (first.To.Name != t.To.Name || first.Message.Name != t.Message.Name) {
 				c.d.errorf(CodeNondeterministic, t.Pos, "state %s offers %s two choices named %s (%s to %s and %s to %s); give one a distinct key", Quote(s.Name), Quote(t.From.Name), Quote(t.MessageKey()), Quote(first.Message.Name), Quote(first.To.Name), Quote(t.Message.Name), Quote(t.To.Name)).related(first.Pos, "the other choice")
 			} else if !ok {
-				keys.put(k, t)
+				keys.put(ck, t)
 			}
-			m := c.msgs.get(t.Message.Name)
+			var m *MessageType
+			if c.resolved {
+				m = c.msgs.vals[e.msg]
+			} else {
+				m = c.msgs.get(t.Message.Name)
+			}
 			if m == nil || m.Performative == "" {
 				continue
 			}
 			if m.Match == nil {
-				cls := [3]string{t.From.Name, t.To.Name, m.Performative}
+				cls := class{tr.from, tr.to, m.Performative}
 				if first, ok := classes.get(cls); ok && first.Message.Name != t.Message.Name {
 					c.d.errorf(CodeNondeterministic, t.Pos, "in state %s, %s cannot tell %s from %s: both are %s messages from %s and neither has a match rule; add match to one of the message types", Quote(s.Name), Quote(t.To.Name), Quote(first.Message.Name), Quote(t.Message.Name), clip(m.Performative), Quote(t.From.Name)).related(first.Pos, "the other transition").related(m.Pos, "message type %s", Quote(m.Name))
 				} else if !ok {
@@ -76,7 +118,7 @@ func checkDeterminism(c *checker) {
 				}
 				continue
 			}
-			mk := [4]string{t.From.Name, t.To.Name, m.Performative, m.Match.Src}
+			mk := match{tr.from, tr.to, m.Performative, m.Match.Src}
 			if first, ok := matches.get(mk); ok && first.Message.Name != t.Message.Name {
 				c.d.errorf(CodeNondeterministic, t.Pos, "in state %s, %s cannot tell %s from %s: both are %s messages from %s with the same match rule", Quote(s.Name), Quote(t.To.Name), Quote(first.Message.Name), Quote(t.Message.Name), clip(m.Performative), Quote(t.From.Name)).related(first.Pos, "the other transition")
 			} else if !ok {

@@ -32,6 +32,13 @@ type exprParser struct {
 	nodes  int
 	depth  int
 	failed bool
+	// num is the value of p.tok when it is a number: an int, or a float
+	// when isFloat.
+	num struct {
+		isFloat bool
+		i       int64
+		f       float64
+	}
 
 	idents  nodeBlock[ast.IdentifierNode]
 	members nodeBlock[ast.MemberNode]
@@ -95,12 +102,9 @@ func (t exprToken) is(kind tokenKind, value string) bool {
 
 // parse returns the tree of src, and false when src is not of the shapes
 // the parser reads (expr's parser then decides).
+// Only an ASCII source is read (so that expr's locations, in runes, are
+// bytes): the lexer fails on any other byte, inside a string too.
 func (p *exprParser) parse(src string) (ast.Node, bool) {
-	for i := range len(src) {
-		if src[i] >= 0x80 {
-			return nil, false
-		}
-	}
 	p.src, p.off, p.stashd, p.nodes, p.depth, p.failed = src, 0, false, 0, 0, false
 	p.idents.reset()
 	p.members.reset()
@@ -153,10 +157,14 @@ func (p *exprParser) next() {
 	}
 	c := src[start]
 	switch {
+	case (c == 'b' || c == 'B') && start+1 < len(src) && (src[start+1] == '"' || src[start+1] == '\''):
+		p.fail() // a bytes literal
+	case isLetter(c):
+		p.name(start)
 	case c == '"' || c == '\'':
 		end := start + 1
 		for end < len(src) && src[end] != c {
-			if src[end] == '\\' || src[end] == '\n' || src[end] == '\r' {
+			if src[end] == '\\' || src[end] == '\n' || src[end] == '\r' || src[end] >= 0x80 {
 				p.fail()
 				return
 			}
@@ -167,27 +175,8 @@ func (p *exprParser) next() {
 			return
 		}
 		emit(tokString, end+1, src[start+1:end])
-	case (c == 'b' || c == 'B') && start+1 < len(src) && (src[start+1] == '"' || src[start+1] == '\''):
-		p.fail() // a bytes literal
 	case isDigit(c):
 		p.number(start)
-	case isLetter(c):
-		end := start + 1
-		for end < len(src) && (isLetter(src[end]) || isDigit(src[end])) {
-			end++
-		}
-		if end < len(src) && src[end] == '$' {
-			p.fail()
-			return
-		}
-		switch word := src[start:end]; word {
-		case "not", "in", "or", "and":
-			emit(tokOperator, end, word)
-		case "matches", "contains", "startsWith", "endsWith", "let", "if", "else", "nil":
-			p.fail()
-		default:
-			emit(tokName, end, word)
-		}
 	case c == '(':
 		emit(tokOpen, start+1, "(")
 	case c == ')':
@@ -228,6 +217,29 @@ func (p *exprParser) next() {
 	}
 }
 
+// name reads a name, or a word operator, from src[start], a letter.
+func (p *exprParser) name(start int) {
+	src := p.src
+	end := start + 1
+	for end < len(src) && isLetterOrDigit(src[end]) {
+		end++
+	}
+	if end < len(src) && src[end] == '$' {
+		p.fail()
+		return
+	}
+	switch word := src[start:end]; word {
+	case "not", "in", "or", "and":
+		p.tok = exprToken{kind: tokOperator, value: word, loc: file.Location{From: start, To: end}}
+		p.off = end
+	case "matches", "contains", "startsWith", "endsWith", "let", "if", "else", "nil":
+		p.fail()
+	default:
+		p.tok = exprToken{kind: tokName, value: word, loc: file.Location{From: start, To: end}}
+		p.off = end
+	}
+}
+
 // number reads a decimal integer or a float with digits after its point.
 func (p *exprParser) number(start int) {
 	src := p.src
@@ -257,40 +269,95 @@ func (p *exprParser) number(start int) {
 		}
 		float = true
 	}
-	if end < len(src) && (isLetter(src[end]) || isDigit(src[end]) || src[end] == '$' || src[end] == '.') {
+	if end < len(src) && (isLetterOrDigit(src[end]) || src[end] == '$' || src[end] == '.') {
 		p.fail() // an exponent, a bad number, or a member of a number
 		return
 	}
 	text := src[start:end]
 	p.tok = exprToken{kind: tokNumber, value: text, loc: file.Location{From: start, To: end}}
 	p.off = end
-	if float {
-		if _, err := strconv.ParseFloat(text, 64); err != nil {
-			p.fail()
-		}
-		return
+	var err error
+	p.num.isFloat = float
+	switch {
+	case float:
+		p.num.f, err = strconv.ParseFloat(text, 64)
+	case len(text) <= maxShortDigits:
+		p.num.i = shortDecimal(text)
+	default:
+		p.num.i, err = strconv.ParseInt(text, 10, 64)
 	}
-	if _, err := strconv.ParseInt(text, 10, 64); err != nil {
+	if err != nil {
 		p.fail()
 	}
 }
 
+// maxShortDigits is the most decimal digits shortDecimal reads: any
+// number of 18 digits fits an int64.
+const maxShortDigits = 18
+
+// shortDecimal is strconv.ParseInt(text, 10, 64) for at most
+// maxShortDigits decimal digits.
+func shortDecimal(text string) int64 {
+	var n int64
+	for i := range len(text) {
+		n = 10*n + int64(text[i]-'0')
+	}
+	return n
+}
+
+// charClasses are the classes of the bytes the lexer tells apart.
+var charClasses = func() (cc [256]uint8) {
+	for _, c := range []byte(" \t\n\v\f\r") {
+		cc[c] = classSpace
+	}
+	for c := '0'; c <= '9'; c++ {
+		cc[c] = classDigit
+	}
+	for c := 'a'; c <= 'z'; c++ {
+		cc[c], cc[c-'a'+'A'] = classLetter, classLetter
+	}
+	cc['_'] = classLetter
+	return cc
+}()
+
+const (
+	classSpace = 1 << iota
+	classDigit
+	classLetter
+)
+
 // isExprSpace reports whether c is an ASCII space (unicode.IsSpace).
-func isExprSpace(c byte) bool {
-	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'
-}
+func isExprSpace(c byte) bool { return charClasses[c] == classSpace }
 
-func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+func isDigit(c byte) bool { return charClasses[c] == classDigit }
 
-func isLetter(c byte) bool { return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
+func isLetter(c byte) bool { return charClasses[c] == classLetter }
 
-// binaryOps are the precedences of the binary operators the parser
+// isLetterOrDigit is isLetter(c) || isDigit(c).
+func isLetterOrDigit(c byte) bool { return charClasses[c]&(classLetter|classDigit) != 0 }
+
+// binaryPrecedence is the precedence of a binary operator the parser
 // reads, as expr's; ** and ^ associate to the right.
-var binaryOps = map[string]int{
-	"or": 10, "||": 10, "and": 15, "&&": 15,
-	"==": 20, "!=": 20, "<": 20, ">": 20, ">=": 20, "<=": 20, "in": 20,
-	"+": 30, "-": 30, "*": 60, "/": 60, "%": 60, "**": 100, "^": 100,
+func binaryPrecedence(op string) (int, bool) {
+	switch op {
+	case "or", "||":
+		return 10, true
+	case "and", "&&":
+		return 15, true
+	case "==", "!=", "<", ">", ">=", "<=", "in":
+		return inPrecedence, true
+	case "+", "-":
+		return 30, true
+	case "*", "/", "%":
+		return 60, true
+	case "**", "^":
+		return 100, true
+	}
+	return 0, false
 }
+
+// inPrecedence is the precedence of in (and not in).
+const inPrecedence = 20
 
 // unaryPrecedence is the precedence of the operand of a unary operator.
 func unaryPrecedence(op string) (int, bool) {
@@ -311,12 +378,18 @@ func (p *exprParser) expression(prec int) ast.Node {
 	if p.failed {
 		return nil
 	}
-	p.depth++
-	defer func() { p.depth-- }()
-	if p.depth > maxNativeDepth {
+	if p.depth == maxNativeDepth {
 		p.fail()
 		return nil
 	}
+	p.depth++
+	left := p.operators(prec)
+	p.depth--
+	return left
+}
+
+// operators is expression within the depth limit.
+func (p *exprParser) operators(prec int) ast.Node {
 	left := p.primary()
 	for !p.failed && p.tok.kind == tokOperator {
 		opTok := p.tok
@@ -329,13 +402,13 @@ func (p *exprParser) expression(prec int) ast.Node {
 				p.fail()
 				break
 			}
-			if binaryOps["in"] < prec {
+			if inPrecedence < prec {
 				p.stash, p.stashd, p.tok = p.tok, true, saved
 				break
 			}
 			notTok, opTok = p.tok, p.tok
 		}
-		opPrec, ok := binaryOps[opTok.value]
+		opPrec, ok := binaryPrecedence(opTok.value)
 		if !ok || opPrec < prec {
 			break
 		}
@@ -407,16 +480,16 @@ func (p *exprParser) primary() ast.Node {
 		p.created(n, tok.loc)
 		return p.postfix(n)
 	case tokNumber:
+		num := p.num // the lexer parsed it
 		p.next()
-		if v, err := strconv.ParseInt(tok.value, 10, 64); err == nil {
+		if !num.isFloat {
 			n := p.ints.new()
-			n.Value = int(v)
+			n.Value = int(num.i)
 			p.created(n, tok.loc)
 			return n
 		}
-		v, _ := strconv.ParseFloat(tok.value, 64) // the lexer parsed it
 		n := p.floats.new()
-		n.Value = v
+		n.Value = num.f
 		p.created(n, tok.loc)
 		return n
 	case tokString:

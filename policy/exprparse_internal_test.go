@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -29,6 +30,8 @@ var exprParseSeeds = []string{
 	`a // c`, `a /* c */`, `a / b`, `a & b`, `a <* b`, `a =* b`, `a = b`, `a ** * b`, `#a`, `::a`, `a..b`, `[1]`,
 	`{a: 1}`, `(a`, `a)`, `()`, `"unterminated`, `'`, `café == a`, `a == "café"`, `a.`, `.a`, `+`, ``, ` `, `((a))`,
 	`content.n > 1 and content.f < 2 or !content.b`, `vars.last < 100`, `content.n + 5`, `true`, `false`, `-true`,
+	`999999999999999999`, `1000000000000000000`, `000000000000000000123`, `a < 0123456789012345678`,
+	`a é`, `"é" == a`, `'x é' + a`, `a.é`, `1é`, "a && \"\x80\"",
 }
 
 // TestExprParserBuildsExprsTree checks, on every source of the seeds,
@@ -135,4 +138,45 @@ func policyExprs(t *testing.T) []string {
 	}
 	require.NotEmpty(t, srcs)
 	return srcs
+}
+
+// TestVarReadsWalksAsASTWalk checks that varReads' own walk records the
+// variables ast.Walk does, in the same order, on the trees of expr's
+// parser and of exprParser, for every source of the seeds and of the
+// shipped and test policies.
+func TestVarReadsWalksAsASTWalk(t *testing.T) {
+	srcs := append(append(append([]string(nil), exprParseSeeds...), exprTypeSeeds...), policyExprs(t)...)
+	srcs = append(srcs, `vars.a + vars.b.c - -vars.a`, `len(vars.l) > vars.n ? vars.x : vars.y`, `vars["k"] + vars?.o`)
+	var p exprParser
+	for _, src := range srcs {
+		t.Run(src, func(t *testing.T) {
+			var trees []ast.Node
+			if tree, err := parser.Parse(src); err == nil {
+				trees = append(trees, tree.Node)
+			}
+			if tree, ok := p.parse(src); ok {
+				trees = append(trees, tree)
+			}
+			for _, tree := range trees {
+				var want, got varReads
+				ast.Walk(&tree, &want)
+				got.walk(&tree)
+				assert.Equal(t, want, got)
+			}
+		})
+	}
+}
+
+// TestShortDecimalIsParseInt checks shortDecimal against
+// strconv.ParseInt on numbers of every length it reads, with leading
+// zeros, nines and every digit.
+func TestShortDecimalIsParseInt(t *testing.T) {
+	for n := 1; n <= maxShortDigits; n++ {
+		for _, digits := range []string{"9", "0", "1", "0123456789", "9876543210", "5"} {
+			text := strings.Repeat(digits, n)[:n]
+			want, err := strconv.ParseInt(text, 10, 64)
+			require.NoError(t, err)
+			assert.Equal(t, want, shortDecimal(text), text)
+		}
+	}
 }

@@ -102,7 +102,8 @@ func TestExprTypeOfAgreesWithTheCompiler(t *testing.T) {
 }
 
 // FuzzExprTypeOf checks that whatever ExprTypeOf types compiles, in
-// every environment, to a program of the type it said.
+// every environment, to a program of the type it said, and that it
+// types every source as the reference does.
 func FuzzExprTypeOf(f *testing.F) {
 	for _, src := range exprTypeSeeds {
 		f.Add(src)
@@ -111,8 +112,80 @@ func FuzzExprTypeOf(f *testing.F) {
 	f.Fuzz(func(t *testing.T, src string) {
 		for _, env := range envs {
 			assertTypeAgrees(t, src, env)
+			assertTypedAsReference(t, src, env)
 		}
 	})
+}
+
+// manyMethods has more methods and fields than structInfo finds by
+// comparing names, so that its index is read.
+type manyMethods struct {
+	A, B, C, D, E, F, G, H, I int
+	J                         string `expr:"m1"`
+	K                         int    `expr:"M2"` // hidden by the method
+}
+
+func (*manyMethods) M1() {}
+func (*manyMethods) M2() {}
+func (*manyMethods) M3() {}
+func (*manyMethods) M4() {}
+func (*manyMethods) M5() {}
+func (*manyMethods) M6() {}
+func (*manyMethods) M7() {}
+func (*manyMethods) M8() {}
+func (*manyMethods) M9() {}
+
+// TestExprTypeOfAgreesWithTheReference checks that ExprTypeOf types
+// every source of the seeds, of the parser's seeds and of the shipped
+// and test policies, and sources on struct shapes of every kind, as
+// the reference typer (the one before types were read by class) does,
+// in every environment.
+func TestExprTypeOfAgreesWithTheReference(t *testing.T) {
+	envs := exprTypeEnvs()
+	envs["shapes"] = map[string]any{"x": fieldShapes{}, "many": manyMethods{}, "p": &fieldShapes{}, "e": Envelope{}, "none": nil}
+	envs["many"] = manyMethods{}
+	envs["a struct of shapes"] = fieldShapes{}
+	envs["not a struct"] = 3
+	envs["nothing"] = nil
+	srcs := append(append(append([]string(nil), exprTypeSeeds...), exprParseSeeds...), policyExprs(t)...)
+	for _, src := range []string{`x.t + "s"`, `x.Tagged`, `x.Plain + 1`, `x.Again`, `x.hidden`, `x.Meter * 2`, `x.ExprMeter`,
+		`x.Meter2`, `x.After`, `x.Envelope`, `-x.Plain`, `!x.Plain`, `"t" in x`, `"t" in p`, `p.Plain`, `many.A + many.I`,
+		`many.m1 + "s"`, `many.M1`, `many.J`, `many.M2`, `many.K`, `many.M9`, `many.Z`, `A + I > 2`, `M1`, `m1 == "x"`, `e.sender == e.protocol`,
+		`e.receivers`, `e.reply_by`, `"sender" in e`, `e.nope`, `none`, `none.x`, `x.Plain + many.A`} {
+		srcs = append(srcs, src)
+	}
+	for envName, env := range envs {
+		for _, src := range srcs {
+			t.Run(envName+"/"+src, func(t *testing.T) {
+				assertTypedAsReference(t, src, env)
+			})
+		}
+	}
+}
+
+// assertTypedAsReference checks that ExprTypeOf types src in env as the
+// reference does, twice (the second time from the caches), and so does
+// env prepared (PrepareExprEnv, and newExprEnv for a map, as the checks
+// prepare theirs).
+func assertTypedAsReference(t *testing.T, src string, env any) {
+	tree, err := parser.Parse(src)
+	if err != nil {
+		return
+	}
+	want, wantOK := refExprTypeOf(tree.Node, env)
+	for range 2 {
+		got, ok := ExprTypeOf(tree.Node, env)
+		assert.Equal(t, wantOK, ok, src)
+		assert.Equal(t, want, got, src)
+	}
+	got, ok := PrepareExprEnv(env).TypeOf(tree.Node)
+	assert.Equal(t, wantOK, ok, "prepared: %s", src)
+	assert.Equal(t, want, got, "prepared: %s", src)
+	if m, isMap := env.(map[string]any); isMap {
+		got, ok := newExprEnv(m).typeOf(tree.Node)
+		assert.Equal(t, wantOK, ok, "prepared by the checks: %s", src)
+		assert.Equal(t, want, got, "prepared by the checks: %s", src)
+	}
 }
 
 // assertTypeAgrees checks that when ExprTypeOf types src in env, src
