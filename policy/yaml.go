@@ -300,7 +300,7 @@ func (l *yamlLoader) fields(n *yaml.Node, depth int, what place, allowed []strin
 		l.d.errorf(CodeInvalidValue, l.pos(n), "%s must be a mapping, not %s", what, kindName(n))
 		return false
 	}
-	if l.plainKeys(n) {
+	if l.plainKeys(n, true) {
 		for i := 0; i < len(n.Content); i += 2 {
 			l.field(n.Content[i], n.Content[i+1], what, allowed, fn)
 		}
@@ -854,31 +854,49 @@ func (l *yamlLoader) states(p *Policy, n *yaml.Node) {
 		l.d.errorf(CodeInvalidValue, l.pos(n), "states must be a mapping of state names, not %s", kindName(n))
 		return
 	}
-	pairs := l.pairs(n, 1, false)
-	if len(pairs) == 0 {
+	// A plain mapping is read as it stands, without pairs.
+	c, plain := n.Content, l.plainKeys(n, false)
+	var pairs []yamlPair
+	count := len(c) / 2
+	if !plain {
+		pairs = l.pairs(n, 1, false)
+		count = len(pairs)
+	}
+	if count == 0 {
 		l.d.errorf(CodeMissingField, l.pos(n), "the policy declares no states")
 		return
 	}
-	if len(pairs) > l.limits.MaxStates {
-		l.d.errorf(CodeLimit, l.pos(n), "%d states, more than the limit of %d", len(pairs), l.limits.MaxStates)
+	if count > l.limits.MaxStates {
+		l.d.errorf(CodeLimit, l.pos(n), "%d states, more than the limit of %d", count, l.limits.MaxStates)
 		return
 	}
-	if n.Anchor == "" {
-		// No alias can name this mapping, so nothing reads it again: from
-		// here on pairs holds the only references to the states' nodes.
-		clear(n.Content)
+	// With no anchor, no alias can name this mapping, so nothing reads
+	// it again: each state's nodes are dropped once read, so that the
+	// collector can free them while later states load and the node tree
+	// and the model are not both whole at once. (An alias keeps its own
+	// reference to an anchored node.)
+	drop := n.Anchor == ""
+	if drop && !plain {
+		// From here on pairs holds the only references to the states'
+		// nodes.
+		clear(c)
 	}
-	p.States = make([]*State, 0, len(pairs))
-	for i, pr := range pairs {
+	p.States = make([]*State, 0, count)
+	for i := range count {
+		var k, v *yaml.Node
+		if plain {
+			k, v = c[2*i], c[2*i+1]
+			if drop {
+				c[2*i], c[2*i+1] = nil, nil
+			}
+		} else {
+			k, v = pairs[i].k, pairs[i].v
+			pairs[i] = yamlPair{}
+		}
 		s := l.stateSlab.new()
-		*s = State{Name: pr.key, Pos: l.pos(pr.k), Kind: KindNormal}
+		*s = State{Name: k.Value, Pos: l.pos(k), Kind: KindNormal}
 		p.States = append(p.States, s)
-		l.state(s, pr.v)
-		// The state's nodes are read: drop the references to them, so
-		// that the collector can free them while later states load and
-		// the node tree and the model are not both whole at once. (An
-		// alias keeps its own reference to an anchored node.)
-		pairs[i] = yamlPair{}
+		l.state(s, v)
 	}
 }
 
@@ -1139,7 +1157,7 @@ func (l *yamlLoader) assigns(n *yaml.Node, depth int) []*Assign {
 		l.d.errorf(CodeInvalidValue, l.pos(n), "set must map variable names to expressions, not %s", kindName(n))
 		return nil
 	}
-	if l.plainKeys(n) {
+	if l.plainKeys(n, true) {
 		var out []*Assign
 		if len(n.Content) > 0 {
 			out = l.assignPtrs.make(len(n.Content) / 2)

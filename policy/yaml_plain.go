@@ -8,14 +8,14 @@ import "gopkg.in/yaml.v3"
 // stands, and reading the content gives what reading the pairs would,
 // diagnostics included. Any other mapping is read through pairs.
 
-// plainKeys reports whether the pairs of mapping n, read as a
-// structural mapping, are its content as it stands: its keys are
-// scalars, none a merge key, none repeated, and at most maxSearchedKeys
-// of them. With the loader's general set it reports false, so that
-// tests can read every mapping through pairs.
-func (l *yamlLoader) plainKeys(n *yaml.Node) bool {
+// plainKeys reports whether the pairs of mapping n are its content as
+// it stands: its keys are scalars and none a merge key, and, read as a
+// structural mapping, none is repeated and there are at most
+// maxSearchedKeys of them. With the loader's general set it reports
+// false, so that tests can read every mapping through pairs.
+func (l *yamlLoader) plainKeys(n *yaml.Node, structural bool) bool {
 	c := n.Content
-	if l.general || len(c)%2 != 0 || len(c) > 2*maxSearchedKeys {
+	if l.general || len(c)%2 != 0 || (structural && len(c) > 2*maxSearchedKeys) {
 		return false
 	}
 	for i := 0; i < len(c); i += 2 {
@@ -23,7 +23,7 @@ func (l *yamlLoader) plainKeys(n *yaml.Node) bool {
 		if k.Kind != yaml.ScalarNode || k.Tag == mergeTag {
 			return false
 		}
-		for j := 0; j < i; j += 2 {
+		for j := 0; structural && j < i; j += 2 {
 			if c[j].Value == k.Value {
 				return false
 			}

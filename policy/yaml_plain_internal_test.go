@@ -61,16 +61,19 @@ func yamlPlainPolicy(seed string) []string {
 		head + "  s:\n    " + seed + "\n  done: {terminal: ok}\n",
 		head + "  s:\n    arm: t\n    doc: x\n    on:\n    " + strings.ReplaceAll(seed, "\n", "\n  ") + "\n  done: {terminal: ok, doc: y}\n",
 		head + "  s: {on: [], arm: [t], arm: t}\n  done: {<<: {terminal: ok}}\n",
+		head + "  <<: {x: {terminal: ok}, s: {terminal: no}}\n  s:\n    " + seed + "\n  s: {terminal: again}\n  [done]: {terminal: ok}\n",
+		head + "  !!merge s:\n    " + seed + "\n  done: {terminal: ok}\n",
 	}
 }
 
 // assertPlainAsPairs checks that loading src reads the same policy, with
 // the same diagnostics, whether the loader reads plain mappings as they
 // stand or every mapping through pairs, with the default limits and with
-// each node limit up to the file's count of nodes and each depth limit
-// up to its depth, so that every limit is hit at every place (at every
-// node of a small file, at 100 places in a large one, at 4 in one that
-// expands aliases to the default limit).
+// each node limit up to the file's count of nodes, each depth limit up
+// to 8 and each state limit up to 4, so that every limit is hit at
+// every place (for nodes: at every node of a small file, at 100 places
+// in a large one, at 4 in one that expands aliases to the default
+// limit).
 func assertPlainAsPairs(t *testing.T, src []byte) {
 	t.Helper()
 	load := func(limits Limits, general bool) (*Policy, Diagnostics, int) {
@@ -95,6 +98,14 @@ func assertPlainAsPairs(t *testing.T, src []byte) {
 		gp, gds, _ := load(limits, true)
 		require.Equal(t, gds, ds, "MaxNodes %d", n)
 		require.Equal(t, gp, p, "MaxNodes %d", n)
+	}
+	for states := 1; states <= 4; states++ {
+		limits := DefaultLimits
+		limits.MaxStates = states
+		p, ds, _ := load(limits, false)
+		gp, gds, _ := load(limits, true)
+		require.Equal(t, gds, ds, "MaxStates %d", states)
+		require.Equal(t, gp, p, "MaxStates %d", states)
 	}
 	for depth := 1; depth <= 8; depth++ {
 		limits := DefaultLimits
@@ -151,11 +162,12 @@ func TestYAMLPlainReadsTheLadder(t *testing.T) {
 	require.Equal(t, "states", root.Content[len(root.Content)-2].Value)
 	states := root.Content[len(root.Content)-1]
 	l := &yamlLoader{file: "t.yaml", limits: DefaultLimits}
+	assert.True(t, l.plainKeys(states, false))
 	transitions, sets := 0, 0
 	for i := 1; i < len(states.Content); i += 2 {
 		list := states.Content[i]
 		if list.Kind == yaml.MappingNode {
-			assert.True(t, l.plainKeys(list), states.Content[i-1].Value)
+			assert.True(t, l.plainKeys(list, true), states.Content[i-1].Value)
 			list = list.Content[len(list.Content)-1]
 		}
 		for _, item := range list.Content {
@@ -163,7 +175,7 @@ func TestYAMLPlainReadsTheLadder(t *testing.T) {
 			assert.True(t, l.plainTransition(&tr, item, 3), "%s: %d", states.Content[i-1].Value, item.Line)
 			transitions++
 			if set := item.Content[len(item.Content)-1]; set.Kind == yaml.MappingNode {
-				assert.True(t, l.plainKeys(set))
+				assert.True(t, l.plainKeys(set, true))
 				sets++
 			}
 		}
