@@ -27,25 +27,30 @@ func (s *slab[T]) new() *T {
 	return p
 }
 
-// ptrSlab hands out empty slices of pointers to T, each with the room
-// asked for, from blocks as slab does: a state's transitions cost no
-// allocation of their own. Appending past the room reallocates, so a
-// slice never writes into another's.
-type ptrSlab[T any] struct {
-	block []*T
+// sliceSlab hands out empty slices of E, each with the room asked for,
+// from blocks as slab does: a state's transitions, or the timer a state
+// arms, cost no allocation of their own. Appending past the room
+// reallocates, so a slice never writes into another's.
+type sliceSlab[E any] struct {
+	block []E
 	size  int
 }
 
-// make returns an empty slice with room for n pointers.
-func (s *ptrSlab[T]) make(n int) []*T {
+// make returns an empty slice with room for n values.
+func (s *sliceSlab[E]) make(n int) []E {
 	if n > maxSlab {
-		return make([]*T, 0, n)
+		return make([]E, 0, n)
 	}
 	if len(s.block) < n {
 		s.size = min(max(2*s.size, minSlab, n), maxSlab)
-		s.block = make([]*T, s.size)
+		s.block = make([]E, s.size)
 	}
 	out := s.block[:0:n]
 	s.block = s.block[n:]
 	return out
+}
+
+// ptrSlab is a sliceSlab of pointers to T.
+type ptrSlab[T any] struct {
+	sliceSlab[*T]
 }

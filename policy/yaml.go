@@ -17,10 +17,14 @@ import (
 // (nil only when the file is not YAML at all) and every problem found,
 // each at its position in filename. Static checks are not run: see Check.
 func LoadYAML(filename string, src []byte, opts ...LoadOption) (*Policy, Diagnostics) {
-	o := newLoadOptions(opts)
-	l := &yamlLoader{file: filename, src: src, limits: o.limits}
-	if len(src) > o.limits.MaxBytes {
-		l.d.errorf(CodeLimit, Pos{File: filename, Line: 1, Col: 1}, "file is %d bytes, more than the limit of %d", len(src), o.limits.MaxBytes)
+	return (&yamlLoader{file: filename, src: src, limits: newLoadOptions(opts).limits}).load()
+}
+
+// load is LoadYAML with l made.
+func (l *yamlLoader) load() (*Policy, Diagnostics) {
+	filename, src := l.file, l.src
+	if len(src) > l.limits.MaxBytes {
+		l.d.errorf(CodeLimit, Pos{File: filename, Line: 1, Col: 1}, "file is %d bytes, more than the limit of %d", len(src), l.limits.MaxBytes)
 		return nil, l.d.list
 	}
 	var doc yaml.Node
@@ -113,6 +117,15 @@ type yamlLoader struct {
 	nodes  int
 	limit  bool // a node or depth limit was reported; stop descending
 	d      diags
+	// cursor is the line (1-based) whose first byte is at cursorOff:
+	// lineStart reads on from it while the lines it is asked for come
+	// in order, as they do in a walk without aliases.
+	cursor, cursorOff int
+	lastLine          int // the number of lines, once the cursor has met the end
+	// general reads every mapping through pairs, passing by the
+	// loader's readings of plain mappings (yaml_plain.go): for tests
+	// that compare the two.
+	general bool
 	// pairBuf is the scratch space of tempPairs.
 	pairBuf []yamlPair
 	// The policy's states, transitions, expressions and assignments,
@@ -123,6 +136,7 @@ type yamlLoader struct {
 	assignPtrs     ptrSlab[Assign]
 	exprSlab       slab[Expr]
 	assignSlab     slab[Assign]
+	refSlices      sliceSlab[Ref]
 }
 
 func (l *yamlLoader) pos(n *yaml.Node) Pos { return Pos{File: l.file, Line: n.Line, Col: n.Column} }
@@ -286,16 +300,27 @@ func (l *yamlLoader) fields(n *yaml.Node, depth int, what place, allowed []strin
 		l.d.errorf(CodeInvalidValue, l.pos(n), "%s must be a mapping, not %s", what, kindName(n))
 		return false
 	}
+	if l.plainKeys(n, true) {
+		for i := 0; i < len(n.Content); i += 2 {
+			l.field(n.Content[i], n.Content[i+1], what, allowed, fn)
+		}
+		return true
+	}
 	pairs, mark := l.tempPairs(n, depth)
 	defer l.dropPairs(mark)
 	for _, p := range pairs {
-		if !contains(allowed, p.key) {
-			l.d.errorf(CodeUnknownField, l.pos(p.k), "unknown key %s in %s%s", Quote(p.key), what, didYouMean(p.key, allowed))
-			continue
-		}
-		fn(p.key, p.k, p.v)
+		l.field(p.k, p.v, what, allowed, fn)
 	}
 	return true
+}
+
+// field is fields for the pair k: v.
+func (l *yamlLoader) field(k, v *yaml.Node, what place, allowed []string, fn func(key string, k, v *yaml.Node)) {
+	if !contains(allowed, k.Value) {
+		l.d.errorf(CodeUnknownField, l.pos(k), "unknown key %s in %s%s", Quote(k.Value), what, didYouMean(k.Value, allowed))
+		return
+	}
+	fn(k.Value, k, v)
 }
 
 // place names a place for a diagnostic: a text ("the policy"), or a
@@ -368,7 +393,7 @@ func (l *yamlLoader) refs(n *yaml.Node, depth int, what string) []Ref {
 		return nil
 	}
 	if n.Kind != yaml.SequenceNode {
-		return []Ref{l.ref(n, depth, what)}
+		return append(l.refSlices.make(1), l.ref(n, depth, what))
 	}
 	out := make([]Ref, 0, len(n.Content))
 	for _, item := range n.Content {
@@ -422,14 +447,15 @@ func (l *yamlLoader) expr(n *yaml.Node, depth int, what string) *Expr {
 	if !ok {
 		return nil
 	}
-	n = l.node(n, depth)
-	if n == nil {
+	if n = l.node(n, depth); n == nil {
 		return nil
 	}
 	// A literal block (guard: |) ends with a newline that is not part of
 	// the expression; the XML loader trims it too, so both formats give
 	// the same model.
-	s = strings.TrimRight(s, " \t\r\n")
+	if c := s[len(s)-1]; c == ' ' || c == '\t' || c == '\r' || c == '\n' {
+		s = strings.TrimRight(s, " \t\r\n")
+	}
 	if len(s) > l.limits.MaxExprBytes {
 		l.d.errorf(CodeLimit, l.pos(n), "%s is %d bytes, more than the limit of %d", what, len(s), l.limits.MaxExprBytes)
 		return nil
@@ -450,19 +476,54 @@ func (l *yamlLoader) expr(n *yaml.Node, depth int, what string) *Expr {
 	return e
 }
 
-// indentOf returns the 1-based column of the first non-blank byte of line.
+// indentOf returns the 1-based column of the first non-blank byte of
+// line, or 1 for a line the source does not have.
 func (l *yamlLoader) indentOf(line int) int {
+	i, ok := l.lineStart(line)
+	if !ok {
+		return 1
+	}
+	src := l.src
+	col := 1
+	for ; i < len(src) && (src[i] == ' ' || src[i] == '\t'); i++ {
+		col++
+	}
+	return col
+}
+
+// lineStart returns the offset of the first byte of line (1-based), and
+// false for a line the source does not have. While the lines asked for
+// come in order it reads on from the last one; the first line asked for
+// before the last one makes the table of every line's start, which it
+// reads from then on, so that no order of lines costs more than one
+// pass over the source and a binary search each.
+func (l *yamlLoader) lineStart(line int) (int, bool) {
+	if line < 1 || (l.lastLine > 0 && line > l.lastLine) {
+		return 0, false
+	}
+	if l.lines == nil && line >= l.cursor {
+		if l.cursor == 0 {
+			l.cursor = 1
+		}
+		at, off := l.cursor, l.cursorOff
+		for ; at < line; at++ {
+			j := bytes.IndexByte(l.src[off:], '\n')
+			if j < 0 {
+				l.cursor, l.cursorOff, l.lastLine = at, off, at
+				return 0, false
+			}
+			off += j + 1
+		}
+		l.cursor, l.cursorOff = at, off
+		return off, true
+	}
 	if l.lines == nil {
 		l.lines = lineStarts(l.src)
 	}
 	if line < 1 || line > len(l.lines) {
-		return 1
+		return 0, false
 	}
-	col := 1
-	for i := l.lines[line-1]; i < len(l.src) && (l.src[i] == ' ' || l.src[i] == '\t'); i++ {
-		col++
-	}
-	return col
+	return l.lines[line-1], true
 }
 
 // lineStarts returns the offset of each line's first byte in src.
@@ -793,31 +854,49 @@ func (l *yamlLoader) states(p *Policy, n *yaml.Node) {
 		l.d.errorf(CodeInvalidValue, l.pos(n), "states must be a mapping of state names, not %s", kindName(n))
 		return
 	}
-	pairs := l.pairs(n, 1, false)
-	if len(pairs) == 0 {
+	// A plain mapping is read as it stands, without pairs.
+	c, plain := n.Content, l.plainKeys(n, false)
+	var pairs []yamlPair
+	count := len(c) / 2
+	if !plain {
+		pairs = l.pairs(n, 1, false)
+		count = len(pairs)
+	}
+	if count == 0 {
 		l.d.errorf(CodeMissingField, l.pos(n), "the policy declares no states")
 		return
 	}
-	if len(pairs) > l.limits.MaxStates {
-		l.d.errorf(CodeLimit, l.pos(n), "%d states, more than the limit of %d", len(pairs), l.limits.MaxStates)
+	if count > l.limits.MaxStates {
+		l.d.errorf(CodeLimit, l.pos(n), "%d states, more than the limit of %d", count, l.limits.MaxStates)
 		return
 	}
-	if n.Anchor == "" {
-		// No alias can name this mapping, so nothing reads it again: from
-		// here on pairs holds the only references to the states' nodes.
-		clear(n.Content)
+	// With no anchor, no alias can name this mapping, so nothing reads
+	// it again: each state's nodes are dropped once read, so that the
+	// collector can free them while later states load and the node tree
+	// and the model are not both whole at once. (An alias keeps its own
+	// reference to an anchored node.)
+	drop := n.Anchor == ""
+	if drop && !plain {
+		// From here on pairs holds the only references to the states'
+		// nodes.
+		clear(c)
 	}
-	p.States = make([]*State, 0, len(pairs))
-	for i, pr := range pairs {
+	p.States = make([]*State, 0, count)
+	for i := range count {
+		var k, v *yaml.Node
+		if plain {
+			k, v = c[2*i], c[2*i+1]
+			if drop {
+				c[2*i], c[2*i+1] = nil, nil
+			}
+		} else {
+			k, v = pairs[i].k, pairs[i].v
+			pairs[i] = yamlPair{}
+		}
 		s := l.stateSlab.new()
-		*s = State{Name: pr.key, Pos: l.pos(pr.k), Kind: KindNormal}
+		*s = State{Name: k.Value, Pos: l.pos(k), Kind: KindNormal}
 		p.States = append(p.States, s)
-		l.state(s, pr.v)
-		// The state's nodes are read: drop the references to them, so
-		// that the collector can free them while later states load and
-		// the node tree and the model are not both whole at once. (An
-		// alias keeps its own reference to an anchored node.)
-		pairs[i] = yamlPair{}
+		l.state(s, v)
 	}
 }
 
@@ -971,6 +1050,9 @@ func (l *yamlLoader) transition(n *yaml.Node, depth int) *Transition {
 	}
 	t := l.transitionSlab.new()
 	t.Pos = l.pos(n)
+	if l.plainTransition(t, n, depth) {
+		return t
+	}
 	pairs, mark := l.tempPairs(n, depth)
 	defer l.dropPairs(mark)
 	kinds := 0
@@ -1002,7 +1084,7 @@ func (l *yamlLoader) transition(n *yaml.Node, depth int) *Transition {
 		l.d.errorf(CodeInvalidValue, t.Pos, "a transition takes one of send, timeout or return, not %s", strings.Join(given, " and "))
 		return nil
 	}
-	hasNext, hasFrom, hasTo := false, false, false
+	var read transitionKey
 	for _, pr := range pairs {
 		if !keyApplies(t.Kind, pr.key) {
 			allowed := transitionKeys(t.Kind)
@@ -1017,46 +1099,54 @@ func (l *yamlLoader) transition(n *yaml.Node, depth int) *Transition {
 			}
 			continue
 		}
-		v := pr.v
-		switch pr.key {
-		case "send":
-			t.Message = l.ref(v, depth+1, "send (a message type)")
-		case "timeout":
-			t.Timer = l.ref(v, depth+1, "timeout (a timer)")
-		case "return":
-			t.Outcome, _ = l.str(v, depth+1, "return (a child outcome)")
-		case "from":
-			hasFrom = true
-			t.From = l.ref(v, depth+1, "from (a role)")
-		case "to":
-			hasTo = true
-			t.To = l.ref(v, depth+1, "to (a role)")
-		case "next":
-			hasNext = true
-			t.Next = l.ref(v, depth+1, "next (a state)")
-		case "key":
-			t.Key, _ = l.str(v, depth+1, "key")
-		case "guard":
-			t.Guard = l.expr(v, depth+1, "guard")
-		case "set":
-			t.Set = l.assigns(v, depth+1)
-		case "doc":
-			t.Doc = l.doc(v, depth+1)
-		}
+		key := transitionKeyOf(pr.key)
+		read |= key
+		l.transitionValue(t, key, pr.v, depth+1)
 	}
-	if !hasNext {
+	l.transitionRead(t, read)
+	return t
+}
+
+// transitionValue reads v, the value of key, into t.
+func (l *yamlLoader) transitionValue(t *Transition, key transitionKey, v *yaml.Node, depth int) {
+	switch key {
+	case tkSend:
+		t.Message = l.ref(v, depth, "send (a message type)")
+	case tkTimeout:
+		t.Timer = l.ref(v, depth, "timeout (a timer)")
+	case tkReturn:
+		t.Outcome, _ = l.str(v, depth, "return (a child outcome)")
+	case tkFrom:
+		t.From = l.ref(v, depth, "from (a role)")
+	case tkTo:
+		t.To = l.ref(v, depth, "to (a role)")
+	case tkNext:
+		t.Next = l.ref(v, depth, "next (a state)")
+	case tkKey:
+		t.Key, _ = l.str(v, depth, "key")
+	case tkGuard:
+		t.Guard = l.expr(v, depth, "guard")
+	case tkSet:
+		t.Set = l.assigns(v, depth)
+	case tkDoc:
+		t.Doc = l.doc(v, depth)
+	}
+}
+
+// transitionRead reports what transition t lacks, given the keys read.
+func (l *yamlLoader) transitionRead(t *Transition, read transitionKey) {
+	if read&tkNext == 0 {
 		l.d.errorf(CodeMissingField, t.Pos, "the %s transition has no next state", t.Kind)
 	}
 	if t.Kind == SendMessage {
 		// Present but empty is reported as an invalid value already.
-		if !hasFrom {
+		if read&tkFrom == 0 {
 			l.d.errorf(CodeMissingField, t.Pos, "the send-message transition for %s has no from (the sending role)", Quote(t.Message.Name))
 		}
-		if !hasTo {
+		if read&tkTo == 0 {
 			l.d.errorf(CodeMissingField, t.Pos, "the send-message transition for %s has no to (the receiving role)", Quote(t.Message.Name))
 		}
 	}
-	return t
 }
 
 func (l *yamlLoader) assigns(n *yaml.Node, depth int) []*Assign {
@@ -1067,6 +1157,16 @@ func (l *yamlLoader) assigns(n *yaml.Node, depth int) []*Assign {
 		l.d.errorf(CodeInvalidValue, l.pos(n), "set must map variable names to expressions, not %s", kindName(n))
 		return nil
 	}
+	if l.plainKeys(n, true) {
+		var out []*Assign
+		if len(n.Content) > 0 {
+			out = l.assignPtrs.make(len(n.Content) / 2)
+		}
+		for i := 0; i < len(n.Content); i += 2 {
+			out = append(out, l.assign(n.Content[i], n.Content[i+1], depth))
+		}
+		return out
+	}
 	pairs, mark := l.tempPairs(n, depth)
 	defer l.dropPairs(mark)
 	var out []*Assign
@@ -1074,9 +1174,14 @@ func (l *yamlLoader) assigns(n *yaml.Node, depth int) []*Assign {
 		out = l.assignPtrs.make(len(pairs))
 	}
 	for _, pr := range pairs {
-		a := l.assignSlab.new()
-		*a = Assign{Var: Ref{Name: pr.key, Pos: l.pos(pr.k)}, Expr: l.expr(pr.v, depth+1, "an expression")}
-		out = append(out, a)
+		out = append(out, l.assign(pr.k, pr.v, depth))
 	}
 	return out
+}
+
+// assign is assigns for the pair k: v.
+func (l *yamlLoader) assign(k, v *yaml.Node, depth int) *Assign {
+	a := l.assignSlab.new()
+	*a = Assign{Var: Ref{Name: k.Value, Pos: l.pos(k)}, Expr: l.expr(v, depth+1, "an expression")}
+	return a
 }
