@@ -100,7 +100,7 @@ func (h *Handler) commitMove(i, k int, to commitPhase, at time.Time, cause strin
 	c := &pr.commits[k]
 	inst := &pr.commitSlots(s)[k] // set: the session has commitments
 	if armed := c.timer(inst.state); armed >= 0 {
-		h.emitTimer(out, TimerCancel, at, pr.timers[armed].name, c.name, i, inst.epoch, time.Time{})
+		h.emitTimer(out, TimerCancel, &at, armed, c, i, inst.epoch)
 	}
 	inst.state = to
 	inst.epoch = h.next()
@@ -115,9 +115,7 @@ func (h *Handler) commitMove(i, k int, to commitPhase, at time.Time, cause strin
 	reuse.String(&e.Cause, cause)
 	out.emit(e)
 	if timer := c.timer(to); timer >= 0 {
-		d := h.deadline(s, timer, at)
-		inst.deadline = nanos(d)
-		h.emitTimer(out, TimerSet, at, pr.timers[timer].name, c.name, i, inst.epoch, d)
+		inst.deadline = h.emitTimer(out, TimerSet, &at, timer, c, i, inst.epoch)
 	}
 }
 

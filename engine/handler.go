@@ -514,7 +514,7 @@ func (h *Handler) leave(i int, at time.Time, out *Queue) {
 	s := &h.sessions[i]
 	old := &pr.states[s.state]
 	for _, k := range old.arms {
-		h.emitTimer(out, TimerCancel, at, pr.timers[k].name, "", i, s.epoch, time.Time{})
+		h.emitTimer(out, TimerCancel, &at, k, nil, i, s.epoch)
 	}
 	if old.join && pr.manyRole >= 0 {
 		h.many.atJoin--
@@ -535,9 +535,7 @@ func (h *Handler) arrive(i int, sp *stateProg, at time.Time, out *Queue, inGroup
 		// session has those of its state (see deadlines).
 		deadlines := pr.deadlineSlots(s, len(sp.arms))
 		for j, k := range sp.arms {
-			d := h.deadline(s, k, at)
-			deadlines[j] = nanos(d)
-			h.emitTimer(out, TimerSet, at, pr.timers[k].name, "", i, s.epoch, d)
+			deadlines[j] = h.emitTimer(out, TimerSet, &at, k, nil, i, s.epoch)
 		}
 	}
 	if sp.join && pr.manyRole >= 0 {
@@ -581,32 +579,121 @@ func nanos(t time.Time) int64 {
 func (h *Handler) deadline(s *session, k int, at time.Time) time.Time {
 	t := &h.prog.timers[k]
 	if t.src < 0 {
-		return at.Add(t.after)
+		return addTime(at, t.after)
 	}
 	if s.srcSet {
 		if v := h.prog.srcSlots(s)[t.src]; v != 0 {
 			return time.Unix(0, v).UTC()
 		}
 	}
-	return at.Add(t.fallback)
+	return addTime(at, t.fallback)
 }
 
-// emitTimer asks to set or cancel timer name of session i, armed by
-// commitment (or by the state, for "").
-func (h *Handler) emitTimer(out *Queue, op TimerOp, at time.Time, name, commitment string, i int, epoch uint64, deadline time.Time) {
-	timers := &out.timers
-	if commitment != "" {
-		timers = &out.commitTimers
+// hasMonotonic and nsecMask are the time package's: the flag of a
+// time.Time's wall word that says it holds a monotonic reading, and the
+// bits of it that hold the nanoseconds.
+const (
+	hasMonotonic = 1 << 63
+	nsecMask     = 1<<30 - 1
+)
+
+// addTime returns t.Add(d), the same time.Time to the bit.
+func addTime(t time.Time, d time.Duration) time.Time {
+	w := (*timeWords)(unsafe.Pointer(&t))
+	wall, ext, ok := addWords(w, d)
+	if !ok {
+		return t.Add(d)
 	}
+	w.wall, w.ext = wall, ext
+	return t
+}
+
+// addWords returns the wall and ext words of the time w + d, which
+// time.Add computes, in the common case: a time without a monotonic
+// reading (as time.Date, a parsed time or UTC() gives, and what an
+// event's At, from a store or the wire, usually is) and a d that is not
+// negative, whose sum does not saturate. The wall word of such a time
+// holds its nanoseconds alone and ext its seconds since the year 1, as
+// TestAddTimeIsTimeAdd checks. It returns false in the other cases,
+// which time.Add is left to compute: not inlined, it costs some 60
+// instructions, and each timer a step sets computes a deadline.
+func addWords(w *timeWords, d time.Duration) (wall uint64, ext int64, ok bool) {
+	if w.wall&hasMonotonic != 0 || d < 0 {
+		return 0, 0, false
+	}
+	sec, nsec := int64(d/1e9), int64(w.wall&nsecMask)+int64(d%1e9)
+	if nsec >= 1e9 {
+		sec++
+		nsec -= 1e9
+	}
+	if ext = w.ext + sec; ext < w.ext {
+		return 0, 0, false // time.Add saturates
+	}
+	return uint64(nsec), ext, true
+}
+
+// emitTimer asks to set (op TimerSet) or cancel timer k of session i,
+// armed in epoch by commitment c (nil: by the state) at time at; for a
+// set, it returns the deadline as Unix nanoseconds (see nanos), 0 for a
+// cancel. at is a pointer, and the timer an index, so that the call
+// passes every argument in registers.
+func (h *Handler) emitTimer(out *Queue, op TimerOp, at *time.Time, k int, c *commitProg, i int, epoch uint64) int64 {
+	timers, commitment := &out.timers, ""
+	if c != nil {
+		timers, commitment = &out.commitTimers, c.name
+	}
+	t := &h.prog.timers[k]
 	e := timers.next(&out.dirty) // every field is written
-	setTime(&e.At, at)
+	setTime(&e.At, *at)
 	e.Op = op
-	reuse.String(&e.Name, name)
+	reuse.String(&e.Name, t.name)
 	reuse.String(&e.Commitment, commitment)
 	reuse.String(&e.Session, h.sessionName(i))
-	setTime(&e.Deadline, deadline)
 	e.Epoch = epoch
 	out.emit(e)
+	if op != TimerSet {
+		setTime(&e.Deadline, time.Time{})
+		return 0
+	}
+	return h.setDeadline(&e.Deadline, &h.sessions[i], k, at)
+}
+
+// unixToInternal is the time package's: the seconds from the year 1 to
+// 1970, the start of Unix time.
+const unixToInternal = (1969*365 + 1969/4 - 1969/100 + 1969/400) * 86400
+
+// setDeadline writes to *dst when timer k, armed at at in session s,
+// fires (what deadline returns) and returns it as nanos does. For a
+// timer that fires a duration after at, the common case, it adds the
+// duration as addTime does, into *dst's words, and reads the
+// nanoseconds off them: no time.Time is built or passed.
+func (h *Handler) setDeadline(dst *time.Time, s *session, k int, at *time.Time) int64 {
+	t := &h.prog.timers[k]
+	d := t.after
+	if t.src >= 0 {
+		d = t.fallback
+		if s.srcSet && h.prog.srcSlots(s)[t.src] != 0 {
+			d = -1 // a time from a message, which deadline reads
+		}
+	}
+	w := (*timeWords)(unsafe.Pointer(at))
+	wall, ext, ok := addWords(w, d)
+	if !ok {
+		v := h.deadline(s, k, *at)
+		setTime(dst, v)
+		return nanos(v)
+	}
+	dw := (*timeWords)(unsafe.Pointer(dst))
+	dw.wall, dw.ext = wall, ext
+	if dw.loc != w.loc {
+		dw.loc = w.loc
+	}
+	// nanos of that time, read off its words.
+	const limit = 9_200_000_000
+	if u := ext - unixToInternal; u >= -limit && u <= limit {
+		return u*1e9 + int64(wall)
+	}
+	return 0
 }
 
 func (h *Handler) protocolError(out *Queue, at time.Time, code ErrorCode, i int, m *forms.Message, applied bool, format string, args ...any) {
