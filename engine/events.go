@@ -235,14 +235,23 @@ func (q *Queue) replyWith(conv, self string, n uint64) string {
 	if cap(q.replyWiths)-len(q.replyWiths) < need {
 		q.replyWiths = make([]byte, 0, replyWithBlock) // the old block stays with its strings
 	}
+	// Written in place, within the capacity: no append checks it again.
 	start := len(q.replyWiths)
-	b := append(q.replyWiths, conv...)
-	b = append(b, '/')
-	b = append(b, self...)
-	b = append(b, '#')
-	b = strconv.AppendUint(b, n, 10) // within the capacity: b shares the block
-	q.replyWiths = b
-	return unsafe.String(&b[start], len(b)-start)
+	b := q.replyWiths[start : start+need]
+	k := copy(b, conv)
+	b[k] = '/'
+	k++
+	k += copy(b[k:], self)
+	b[k] = '#'
+	k++
+	if n < 10 { // the first messages of a conversation
+		b[k] = byte('0' + n)
+		k++
+	} else {
+		k = len(strconv.AppendUint(b[:k], n, 10))
+	}
+	q.replyWiths = q.replyWiths[:start+k]
+	return unsafe.String(&b[0], k)
 }
 
 // reasonOf returns b as a string: the last one it returned when b spells
