@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 	"unsafe"
 
@@ -26,21 +25,29 @@ const (
 )
 
 // HandlerOption configures NewHandler.
-type HandlerOption func(*handlerConfig)
+type HandlerOption func(*handlerConfig) error
 
-type handlerConfig struct {
-	h       *Handler
-	err     error
-	content map[string]any
-}
+// handlerConfig is the handler an option configures: the handler itself,
+// as a type of its own so that an option is not a func(*Handler). An
+// option returns its error. What WithContent sets is kept, until the
+// options have run, in the first session's place (see NewHandler).
+type handlerConfig Handler
 
 // WithMode sets the mode (Enforce by default).
-func WithMode(m Mode) HandlerOption { return func(c *handlerConfig) { c.h.mode = m } }
+func WithMode(m Mode) HandlerOption {
+	return func(c *handlerConfig) error {
+		c.mode = m
+		return nil
+	}
+}
 
 // WithContent sets the data the first decision sees as its content (the
 // manager passes Start's data this way).
 func WithContent(data map[string]any) HandlerOption {
-	return func(c *handlerConfig) { c.content = data }
+	return func(c *handlerConfig) error {
+		c.one[0].content = data
+		return nil
+	}
 }
 
 // WithPeers binds agents to a role. For the many role this handler keeps
@@ -48,8 +55,8 @@ func WithContent(data map[string]any) HandlerOption {
 // other role, one agent plays it. Roles left unbound are bound to the
 // first agent that sends or receives that role's messages.
 func WithPeers(role string, agents ...string) HandlerOption {
-	return func(c *handlerConfig) {
-		h := c.h
+	return func(c *handlerConfig) error {
+		h := (*Handler)(c)
 		idx := -1
 		for i, r := range h.prog.roles {
 			if r == role {
@@ -57,26 +64,24 @@ func WithPeers(role string, agents ...string) HandlerOption {
 			}
 		}
 		if idx < 0 {
-			c.err = fmt.Errorf("engine: WithPeers: policy %s has no role %s", policy.Quote(h.prog.policy.Name), policy.Quote(role))
-			return
+			return fmt.Errorf("engine: WithPeers: policy %s has no role %s", policy.Quote(h.prog.policy.Name), policy.Quote(role))
 		}
 		if idx == h.prog.manyRole {
 			if len(agents) > MaxSessions-len(h.sessions) {
-				c.err = fmt.Errorf("engine: WithPeers: %d agents for role %s, more than the %d sessions a handler keeps", len(agents), policy.Quote(role), MaxSessions)
-				return
+				return fmt.Errorf("engine: WithPeers: %d agents for role %s, more than the %d sessions a handler keeps", len(agents), policy.Quote(role), MaxSessions)
 			}
 			h.sessions = slices.Grow(h.sessions, len(agents))
 			h.many.peers.reserve(len(h.sessions) + len(agents))
 			for _, a := range agents {
 				h.addSession(a)
 			}
-			return
+			return nil
 		}
 		if len(agents) != 1 {
-			c.err = fmt.Errorf("engine: WithPeers: role %s is not many, so one agent plays it, not %d", policy.Quote(role), len(agents))
-			return
+			return fmt.Errorf("engine: WithPeers: role %s is not many, so one agent plays it, not %d", policy.Quote(role), len(agents))
 		}
 		h.peers()[idx] = agents[0]
+		return nil
 	}
 }
 
@@ -202,26 +207,29 @@ func (pr *Program) NewHandler(conversationID, self string, opts ...HandlerOption
 	if len(opts) == 0 {
 		return h, nil
 	}
-	// The options see the configuration through a pointer, which makes it
-	// escape: take it from a pool rather than allocate one per handler.
-	cfg := configs.Get().(*handlerConfig)
-	*cfg = handlerConfig{h: h}
+	// The options configure the handler itself, which is on the heap
+	// already: a configuration of their own would be too, since the
+	// compiler takes what a function value is given to escape.
+	var err error
 	for _, opt := range opts {
-		opt(cfg)
+		if e := opt((*handlerConfig)(h)); e != nil {
+			err = e
+		}
 	}
-	err, content := cfg.err, cfg.content
-	*cfg = handlerConfig{}
-	configs.Put(cfg)
 	if err != nil {
 		return nil, err
 	}
-	for i := range h.sessions {
-		h.sessions[i].content = content
+	if pr.manyRole >= 0 {
+		// WithContent's data is in the first session's place, which a
+		// handler with a many role keeps no session in.
+		content := h.one[0].content
+		h.one[0].content = nil
+		for i := range h.sessions {
+			h.sessions[i].content = content
+		}
 	}
 	return h, nil
 }
-
-var configs = sync.Pool{New: func() any { return new(handlerConfig) }}
 
 // makePeers makes room for the agent of each role outside the handler
 // when there are more roles than it has room for.
