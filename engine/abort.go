@@ -48,7 +48,7 @@ func (h *Handler) Abort(at time.Time, reason string, out *Queue) error {
 			h.emitTimer(out, TimerCancel, &at, k, nil, i, s.epoch)
 		}
 		if !pr.states[s.state].terminal {
-			h.endCommitments(i, at, "aborted", out)
+			h.endCommitments(i, &at, "aborted", out)
 		}
 		s.ticket = 0 // no decision is awaited any more
 	}

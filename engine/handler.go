@@ -330,13 +330,13 @@ func (h *Handler) Start(at time.Time, out *Queue) error {
 	h.started = true
 	if h.prog.manyRole >= 0 && len(h.sessions) > 0 && len(h.prog.states[h.prog.initial].sends) > 0 {
 		for i := range h.sessions {
-			h.enter(i, h.prog.initial, at, out, true)
+			h.enter(i, h.prog.initial, &at, out, true)
 		}
 		h.raiseGroup(at, out)
 		return nil
 	}
 	for i := range h.sessions {
-		h.enter(i, h.prog.initial, at, out, false)
+		h.enter(i, h.prog.initial, &at, out, false)
 	}
 	return nil
 }
@@ -493,7 +493,7 @@ func (h *Handler) ticketFor(i int) uint64 {
 // enter moves session i into state st at time at. Most states are left
 // and entered with a change of state alone; leave and arrive do the rest,
 // for the states whose leaving and entering flags say there is more.
-func (h *Handler) enter(i, st int, at time.Time, out *Queue, inGroup bool) {
+func (h *Handler) enter(i, st int, at *time.Time, out *Queue, inGroup bool) {
 	pr := h.prog
 	s := &h.sessions[i]
 	if s.state >= 0 && pr.states[s.state].leaving {
@@ -517,12 +517,12 @@ func (h *Handler) changeState(i, st int) {
 
 // leave cancels the timers session i's state armed and counts it out of
 // a join.
-func (h *Handler) leave(i int, at time.Time, out *Queue) {
+func (h *Handler) leave(i int, at *time.Time, out *Queue) {
 	pr := h.prog
 	s := &h.sessions[i]
 	old := &pr.states[s.state]
 	for _, k := range old.arms {
-		h.emitTimer(out, TimerCancel, &at, k, nil, i, s.epoch)
+		h.emitTimer(out, TimerCancel, at, k, nil, i, s.epoch)
 	}
 	if old.join && pr.manyRole >= 0 {
 		h.many.atJoin--
@@ -535,7 +535,7 @@ func (h *Handler) leave(i int, at time.Time, out *Queue) {
 // arrive does what entering state sp does for session i besides the
 // change of state: it arms the state's timers, ends the session, loads a child, counts a join or
 // raises a decision, and releases a join that waits for no one else.
-func (h *Handler) arrive(i int, sp *stateProg, at time.Time, out *Queue, inGroup bool) {
+func (h *Handler) arrive(i int, sp *stateProg, at *time.Time, out *Queue, inGroup bool) {
 	pr := h.prog
 	s := &h.sessions[i]
 	if len(sp.arms) > 0 {
@@ -543,7 +543,7 @@ func (h *Handler) arrive(i int, sp *stateProg, at time.Time, out *Queue, inGroup
 		// session has those of its state (see deadlines).
 		deadlines := pr.deadlineSlots(s, len(sp.arms))
 		for j, k := range sp.arms {
-			deadlines[j] = h.emitTimer(out, TimerSet, &at, k, nil, i, s.epoch)
+			deadlines[j] = h.emitTimer(out, TimerSet, at, k, nil, i, s.epoch)
 		}
 	}
 	if sp.join && pr.manyRole >= 0 {
@@ -558,14 +558,14 @@ func (h *Handler) arrive(i int, sp *stateProg, at time.Time, out *Queue, inGroup
 			return
 		}
 	case sp.child != nil:
-		h.loadChild(i, sp, at, out)
+		h.loadChild(i, sp, *at, out)
 	case sp.join && pr.manyRole >= 0:
 		h.many.atJoin++
 	case len(sp.sends) > 0 && !inGroup:
 		h.raise(i, at, out)
 	}
 	if pr.manyRole >= 0 {
-		h.checkJoin(at, out)
+		h.checkJoin(*at, out)
 	}
 }
 
@@ -781,11 +781,11 @@ func (h *Handler) fillRequest(r *decision.Request, i int, ticket uint64) {
 }
 
 // raise asks for a decision for session i.
-func (h *Handler) raise(i int, at time.Time, out *Queue) {
+func (h *Handler) raise(i int, at *time.Time, out *Queue) {
 	t := h.ticketFor(i)
 	h.sessions[i].ticket = t
 	e := out.decisions.next(&out.dirty) // every field is written
-	setTime(&e.At, at)
+	setTime(&e.At, *at)
 	e.Ticket = t
 	h.fillRequest(&e.Request, i, t)
 	e.clearAnswer()
@@ -874,10 +874,10 @@ func (h *Handler) loadChild(i int, sp *stateProg, at time.Time, out *Queue) {
 }
 
 // finish ends the conversation.
-func (h *Handler) finish(at time.Time, out *Queue) {
+func (h *Handler) finish(at *time.Time, out *Queue) {
 	h.done = true
 	e := out.dones.next(&out.dirty) // every field is written
-	setTime(&e.At, at)
+	setTime(&e.At, *at)
 	reuse.String(&e.Policy, h.prog.policy.Name)
 	if h.prog.manyRole < 0 {
 		reuse.String(&e.Outcome, h.prog.states[h.sessions[0].state].outcome)

@@ -189,7 +189,7 @@ func (h *Handler) received(e *MessageEvent, out *Queue) {
 		h.protocolError(out, at, CodeBudget, i, m, false, "%s from %s was not applied: %s", pr.msgs[mt.t.msg].name, policy.Quote(m.Sender), why)
 		return
 	}
-	h.apply(i, mt.t, m, at, out, false)
+	h.apply(i, mt.t, m, &at, out, false)
 }
 
 // strayReply reports whether m, received in session s, is in reply to a
@@ -379,7 +379,7 @@ func (h *Handler) sent(e *MessageEvent, out *Queue) error {
 			if !ok && mayJoin == 1 {
 				if i, ok = h.addSession(r); ok {
 					h.sessions[i].state = -1
-					h.enter(i, pr.initial, at, out, true)
+					h.enter(i, pr.initial, &at, out, true)
 				}
 			}
 			if !ok {
@@ -454,7 +454,7 @@ func (h *Handler) sent(e *MessageEvent, out *Queue) error {
 			continue
 		}
 		s.sent[1], s.sent[0] = s.sent[0], m.ReplyWith
-		h.apply(i, mt.t, m, at, out, true)
+		h.apply(i, mt.t, m, &at, out, true)
 	}
 	return nil
 }
@@ -507,10 +507,10 @@ func (h *Handler) allAtInitial() bool {
 
 // apply takes transition t for session i on message m (received, or sent
 // when sent is true).
-func (h *Handler) apply(i int, t *transProg, m *forms.Message, at time.Time, out *Queue, sent bool) {
+func (h *Handler) apply(i int, t *transProg, m *forms.Message, at *time.Time, out *Queue, sent bool) {
 	pr := h.prog
 	s := &h.sessions[i]
-	if len(t.sets) > 0 && !h.assign(i, t, m, at, out) {
+	if len(t.sets) > 0 && !h.assign(i, t, m, *at, out) {
 		return
 	}
 	h.countMessage(i)
@@ -551,7 +551,7 @@ func noteMessage(s *session, t *transProg, m *forms.Message, bound *string) {
 // applyMessage does what a message of type msg does for session i besides
 // its transition: it notes the deadlines it sets and performs its
 // commitment operations (after the agents it binds are bound).
-func (h *Handler) applyMessage(i, msg int, m *forms.Message, at time.Time, out *Queue) {
+func (h *Handler) applyMessage(i, msg int, m *forms.Message, at *time.Time, out *Queue) {
 	pr := h.prog
 	s := &h.sessions[i]
 	mp := &pr.msgs[msg]
@@ -560,7 +560,7 @@ func (h *Handler) applyMessage(i, msg int, m *forms.Message, at time.Time, out *
 		srcTimes := pr.srcSlots(s)
 		for _, k := range mp.srcs {
 			t, _ := forms.Time(m, pr.deadlineSrc[k].field)
-			srcTimes[k] = nanos(h.boundWait(t, at))
+			srcTimes[k] = nanos(h.boundWait(t, *at))
 		}
 	}
 	for _, op := range mp.ops {
@@ -733,10 +733,11 @@ func (h *Handler) take(i int, choice string, content map[string]any, replyBy tim
 	}
 	var t, guarded *transProg
 	var guardErr error
+	ck := shortKey(choice)
 	for k := range sp.sends {
 		c := &sp.sends[k]
-		if c.key != choice {
-			continue
+		if len(c.key) != len(choice) || ck != c.keyKey || ck == [2]uint32{} && c.key != choice {
+			continue // c.key != choice, without a call of the runtime for most
 		}
 		if c.guard != nil {
 			ok, err := sendGuard(c.guard, content, s.vars)
@@ -832,7 +833,7 @@ func (h *Handler) take(i int, choice string, content map[string]any, replyBy tim
 		// marks).
 		reuse.String(&sj.sent[1], sj.sent[0])
 		sj.sent[0] = rw
-		h.apply(j, t, msg, at, out, true)
+		h.apply(j, t, msg, &at, out, true)
 	}
 	return true, nil
 }
@@ -1009,8 +1010,8 @@ func (h *Handler) timer(e *TimerEvent, out *Queue) {
 		if len(t.sets) > 0 && !h.assign(i, t, nil, e.At, out) {
 			return
 		}
-		from := s.state
-		h.enter(i, t.next, e.At, out, false)
+		from, at := s.state, e.At
+		h.enter(i, t.next, &at, out, false)
 		h.sessions[i].timedOutFrom = from
 		return
 	}
@@ -1044,7 +1045,8 @@ func (h *Handler) childDone(e *CPDoneEvent, out *Queue) {
 		if len(t.sets) > 0 && !h.assign(i, t, nil, e.At, out) {
 			return
 		}
-		h.enter(i, t.next, e.At, out, false)
+		at := e.At
+		h.enter(i, t.next, &at, out, false)
 		return
 	}
 	h.protocolError(out, e.At, CodeUnexpected, i, nil, false, "child policy %s ended with outcome %s, which state %s does not handle", policy.Quote(e.Policy), policy.Quote(e.Outcome), policy.Quote(sp.name))
