@@ -491,53 +491,34 @@ func (h *Handler) ticketFor(i int) uint64 {
 }
 
 // enter moves session i into state st at time at. Most states are left
-// and entered with a change of state alone; leave and arrive do the rest,
-// for the states whose leaving and entering flags say there is more.
+// and entered with a change of state alone; for the states whose leaving
+// and entering flags say there is more, it cancels the timers the state
+// left armed and counts the session out of a join, and then arms the new
+// state's timers, ends the session, loads a child, counts a join or
+// raises a decision, and releases a join that waits for no one else.
 func (h *Handler) enter(i, st int, at *time.Time, out *Queue, inGroup bool) {
 	pr := h.prog
 	s := &h.sessions[i]
 	if s.state >= 0 && pr.states[s.state].leaving {
-		h.leave(i, at, out)
+		// Cancel the timers the state armed, and count the session out
+		// of a join.
+		old := &pr.states[s.state]
+		for _, k := range old.arms {
+			h.emitTimer(out, TimerCancel, at, k, nil, i, s.epoch)
+		}
+		if old.join && pr.manyRole >= 0 {
+			h.many.atJoin--
+			if s.ticket == 0 {
+				h.many.undecided--
+			}
+		}
 	}
 	h.countVisit(i, st)
 	h.changeState(i, st)
-	if sp := &pr.states[st]; sp.entering || pr.manyRole >= 0 {
-		h.arrive(i, sp, at, out, inGroup)
+	sp := &pr.states[st]
+	if !sp.entering && pr.manyRole < 0 {
+		return
 	}
-}
-
-// changeState puts session i in state st, in a new epoch without a
-// decision pending (after countVisit has counted the visit).
-func (h *Handler) changeState(i, st int) {
-	s := &h.sessions[i]
-	s.state = int32(st)
-	s.epoch = h.next()
-	s.ticket = 0
-}
-
-// leave cancels the timers session i's state armed and counts it out of
-// a join.
-func (h *Handler) leave(i int, at *time.Time, out *Queue) {
-	pr := h.prog
-	s := &h.sessions[i]
-	old := &pr.states[s.state]
-	for _, k := range old.arms {
-		h.emitTimer(out, TimerCancel, at, k, nil, i, s.epoch)
-	}
-	if old.join && pr.manyRole >= 0 {
-		h.many.atJoin--
-		if s.ticket == 0 {
-			h.many.undecided--
-		}
-	}
-}
-
-// arrive does what entering state sp does for session i besides the
-// change of state: it arms the state's timers, ends the session, loads a child, counts a join or
-// raises a decision, and releases a join that waits for no one else.
-func (h *Handler) arrive(i int, sp *stateProg, at *time.Time, out *Queue, inGroup bool) {
-	pr := h.prog
-	s := &h.sessions[i]
 	if len(sp.arms) > 0 {
 		// The deadlines of the state left, if any, are forgotten: a
 		// session has those of its state (see deadlines).
@@ -567,6 +548,15 @@ func (h *Handler) arrive(i int, sp *stateProg, at *time.Time, out *Queue, inGrou
 	if pr.manyRole >= 0 {
 		h.checkJoin(*at, out)
 	}
+}
+
+// changeState puts session i in state st, in a new epoch without a
+// decision pending (after countVisit has counted the visit).
+func (h *Handler) changeState(i, st int) {
+	s := &h.sessions[i]
+	s.state = int32(st)
+	s.epoch = h.next()
+	s.ticket = 0
 }
 
 // nanos returns t as Unix nanoseconds, or 0 for the zero time and times

@@ -112,7 +112,7 @@ type transProg struct {
 	// keyKey is shortKey(key), for take to compare a decision's choice
 	// with the keys of sends as step compares performatives.
 	keyKey [2]uint32
-	msg int // message type, for sends and receives
+	msg    int // message type, for sends and receives
 	// The message type's form, performative and whether it has a match
 	// rule, copied here so classifying touches one struct.
 	form *forms.Form
