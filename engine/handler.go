@@ -635,6 +635,11 @@ func addWords(w *timeWords, d time.Duration) (wall uint64, ext int64, ok bool) {
 // set, it returns the deadline as Unix nanoseconds (see nanos), 0 for a
 // cancel. at is a pointer, and the timer an index, so that the call
 // passes every argument in registers.
+//
+// A set's deadline is deadline's. For a timer that fires a duration
+// after at, the common case, emitTimer adds the duration as addTime
+// does, into the event's words, and reads the nanoseconds off them: no
+// time.Time is built or passed.
 func (h *Handler) emitTimer(out *Queue, op TimerOp, at *time.Time, k int, c *commitProg, i int, epoch uint64) int64 {
 	timers, commitment := &out.timers, ""
 	if c != nil {
@@ -653,20 +658,7 @@ func (h *Handler) emitTimer(out *Queue, op TimerOp, at *time.Time, k int, c *com
 		setTime(&e.Deadline, time.Time{})
 		return 0
 	}
-	return h.setDeadline(&e.Deadline, &h.sessions[i], k, at)
-}
-
-// unixToInternal is the time package's: the seconds from the year 1 to
-// 1970, the start of Unix time.
-const unixToInternal = (1969*365 + 1969/4 - 1969/100 + 1969/400) * 86400
-
-// setDeadline writes to *dst when timer k, armed at at in session s,
-// fires (what deadline returns) and returns it as nanos does. For a
-// timer that fires a duration after at, the common case, it adds the
-// duration as addTime does, into *dst's words, and reads the
-// nanoseconds off them: no time.Time is built or passed.
-func (h *Handler) setDeadline(dst *time.Time, s *session, k int, at *time.Time) int64 {
-	t := &h.prog.timers[k]
+	s := &h.sessions[i]
 	d := t.after
 	if t.src >= 0 {
 		d = t.fallback
@@ -678,10 +670,10 @@ func (h *Handler) setDeadline(dst *time.Time, s *session, k int, at *time.Time) 
 	wall, ext, ok := addWords(w, d)
 	if !ok {
 		v := h.deadline(s, k, *at)
-		setTime(dst, v)
+		setTime(&e.Deadline, v)
 		return nanos(v)
 	}
-	dw := (*timeWords)(unsafe.Pointer(dst))
+	dw := (*timeWords)(unsafe.Pointer(&e.Deadline))
 	dw.wall, dw.ext = wall, ext
 	if dw.loc != w.loc {
 		dw.loc = w.loc
@@ -693,6 +685,10 @@ func (h *Handler) setDeadline(dst *time.Time, s *session, k int, at *time.Time) 
 	}
 	return 0
 }
+
+// unixToInternal is the time package's: the seconds from the year 1 to
+// 1970, the start of Unix time.
+const unixToInternal = (1969*365 + 1969/4 - 1969/100 + 1969/400) * 86400
 
 func (h *Handler) protocolError(out *Queue, at time.Time, code ErrorCode, i int, m *forms.Message, applied bool, format string, args ...any) {
 	h.report(out, at, code, i, m, applied, fmt.Sprintf(format, args...))

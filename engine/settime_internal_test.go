@@ -80,10 +80,11 @@ func TestAddTimeIsTimeAdd(t *testing.T) {
 	}
 }
 
-// setDeadline writes the deadline of a timer into an event, adding its
-// duration itself where it can: it must write what deadline returns,
-// every word of it, and return its nanos.
-func TestSetDeadlineIsDeadline(t *testing.T) {
+// emitTimer writes the deadline of a timer it sets into the event,
+// adding the timer's duration itself where it can: it must write what
+// deadline returns, every word of it, and return its nanos; a cancel
+// writes the zero time and returns 0.
+func TestEmitTimerWritesTheDeadline(t *testing.T) {
 	pr := &Program{
 		timers: []timerProg{
 			{name: "after", after: 5 * time.Minute, src: -1},
@@ -91,6 +92,7 @@ func TestSetDeadlineIsDeadline(t *testing.T) {
 			{name: "backwards", after: -time.Second, src: -1},
 		},
 		deadlineSrc: make([]fieldSrc, 1),
+		manyRole:    -1,
 	}
 	read := time.Date(2026, 1, 1, 0, 10, 0, 0, time.UTC).UnixNano()
 	ats := []struct {
@@ -112,17 +114,27 @@ func TestSetDeadlineIsDeadline(t *testing.T) {
 		{name: "a source not set", s: session{srcSet: true}},
 		{name: "a source set", s: session{srcSet: true, src: [1]int64{read}}},
 	}
-	h := &Handler{prog: pr}
 	for _, at := range ats {
 		for _, ss := range sessions {
 			t.Run(at.name+", "+ss.name, func(t *testing.T) {
-				for k := range pr.timers {
-					s := ss.s
-					want := h.deadline(&s, k, at.at)
-					dst := time.Date(2000, 1, 1, 0, 0, 0, 0, time.Local) // a reused event's
-					n := h.setDeadline(&dst, &s, k, &at.at)
-					assert.True(t, dst == want, "timer %s: got %#v, want %#v", pr.timers[k].name, dst, want)
-					assert.Equal(t, nanos(want), n, "timer %s", pr.timers[k].name)
+				h := &Handler{prog: pr, sessions: []session{ss.s}}
+				var q Queue
+				// The second round writes sets over the first's cancels
+				// and cancels over its sets, in the queue's reused events.
+				for round := range 2 {
+					q.Reset()
+					for k := range pr.timers {
+						for _, op := range [][2]TimerOp{{TimerSet, TimerCancel}, {TimerCancel, TimerSet}}[round] {
+							n := h.emitTimer(&q, op, &at.at, k, nil, 0, 7)
+							got := q.Events()[q.Len()-1].(*TimerEvent)
+							want := time.Time{}
+							if op == TimerSet {
+								want = h.deadline(&h.sessions[0], k, at.at)
+							}
+							assert.True(t, got.Deadline == want, "round %d, op %d, timer %s: got %#v, want %#v", round, op, pr.timers[k].name, got.Deadline, want)
+							assert.Equal(t, nanos(want), n, "round %d, op %d, timer %s", round, op, pr.timers[k].name)
+						}
+					}
 				}
 			})
 		}
