@@ -355,7 +355,12 @@ func (h *Handler) Process(in Event, out *Queue) error {
 	if !h.started {
 		return ErrNotStarted
 	}
-	err := h.dispatch(in, out)
+	var err error
+	if e, ok := in.(*DecisionEvent); ok {
+		err = h.answer(e, out) // the other common input, without dispatch's call
+	} else {
+		err = h.dispatch(in, out)
+	}
 	if len(h.heldList()) > 0 && err == nil {
 		h.deliverHeld(eventTime(in), out)
 	}
@@ -377,7 +382,8 @@ func eventTime(in Event) time.Time {
 	return time.Time{}
 }
 
-// dispatch hands input event in to the code for its kind.
+// dispatch hands input event in, of any kind but a DecisionEvent (which
+// Process hands to answer itself), to the code for its kind.
 func (h *Handler) dispatch(in Event, out *Queue) error {
 	switch e := in.(type) {
 	case *MessageEvent:
@@ -389,8 +395,6 @@ func (h *Handler) dispatch(in Event, out *Queue) error {
 		}
 		h.received(e, out)
 		return nil
-	case *DecisionEvent:
-		return h.answer(e, out)
 	case *TimerEvent:
 		h.timer(e, out)
 		return nil

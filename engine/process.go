@@ -515,7 +515,13 @@ func (h *Handler) apply(i int, t *transProg, m *forms.Message, at *time.Time, ou
 	}
 	h.countMessage(i)
 	if !sent {
-		h.noteReceived(s, t, m)
+		// Note m for in-reply-to, duplicates and decisions, and bind t's
+		// role to m's sender if no agent plays it yet.
+		var bound *string
+		if r := t.peer; r != pr.manyRole {
+			bound = h.peer(r)
+		}
+		noteMessage(s, t, m, bound)
 	} else if r := t.peer; r != pr.manyRole && len(m.Receivers) > 0 {
 		if p := h.peer(r); *p == "" {
 			*p = m.Receivers[0]
@@ -528,19 +534,11 @@ func (h *Handler) apply(i int, t *transProg, m *forms.Message, at *time.Time, ou
 	h.enter(i, t.next, at, out, false)
 }
 
-// noteReceived notes in session s the message m it received by
+// noteMessage notes in session s the message m it received by
 // transition t, for in-reply-to, duplicates and decisions, and binds t's
-// role to m's sender if no agent plays it yet.
-func (h *Handler) noteReceived(s *session, t *transProg, m *forms.Message) {
-	var bound *string
-	if r := t.peer; r != h.prog.manyRole {
-		bound = h.peer(r)
-	}
-	noteMessage(s, t, m, bound)
-}
-
-// noteMessage is noteReceived, given where the agent playing t's role
-// is kept (nil for the many role, whose agent is the session's peer).
+// role to m's sender if no agent plays it yet: bound is where the agent
+// playing t's role is kept (nil for the many role, whose agent is the
+// session's peer).
 func noteMessage(s *session, t *transProg, m *forms.Message, bound *string) {
 	s.lastReplyWith, s.lastInReplyTo, s.lastMsg, s.lastSender, s.content = m.ReplyWith, m.InReplyTo, int32(t.msg+1), m.Sender, m.Content
 	if bound != nil && *bound == "" {
@@ -709,7 +707,7 @@ func (h *Handler) answer(e *DecisionEvent, out *Queue) error {
 		return nil
 	}
 	i := idx - 1
-	a := e.Answer
+	a := &e.Answer
 	if a.Choice == "" {
 		return nil // wait: the decision stays open and may be answered later
 	}
