@@ -278,29 +278,41 @@ func (fs *Fields) check(content map[string]any, l Limits, want int) (Kinds, any,
 
 // scalarKind returns the kind of a scalar value v (strings, bools, nil,
 // integers, finite float64s, durations) and the bytes a string holds;
-// kindUnknown for anything else, which a contentCheck is to walk.
+// kindUnknown for anything else, which a contentCheck is to walk. It is
+// small enough to be inlined for the commonest kinds, and asks
+// otherKind about the rest.
 func scalarKind(v any) (kind, int) {
 	switch x := v.(type) {
 	case string:
 		return kindString, len(x)
-	case nil:
-		return kindNil, 0
-	case bool:
-		return kindBool, 0
-	case int, int64, int32, int16, int8, uint, uint64, uint32, uint16, uint8:
+	case int:
 		return kindInt, 0
+	}
+	return otherKind(v), 0
+}
+
+// otherKind is scalarKind of a value that is neither a string nor an
+// int.
+func otherKind(v any) kind {
+	switch x := v.(type) {
+	case nil:
+		return kindNil
+	case bool:
+		return kindBool
+	case int64, int32, int16, int8, uint, uint64, uint32, uint16, uint8:
+		return kindInt
 	case time.Duration:
-		return kindDuration, 0
+		return kindDuration
 	case float64:
 		switch {
 		case math.IsNaN(x) || math.IsInf(x, 0):
-			return kindUnknown, 0
+			return kindUnknown
 		case x == math.Trunc(x):
-			return kindWhole, 0
+			return kindWhole
 		}
-		return kindFraction, 0
+		return kindFraction
 	}
-	return kindUnknown, 0 // a map, a list, a value of another type
+	return kindUnknown // a map, a list, a value of another type
 }
 
 // checkOne is check for content of one field: what check decides of it,
