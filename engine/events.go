@@ -238,10 +238,10 @@ func (q *Queue) replyWith(conv, self string, n uint64) string {
 	// Written in place, within the capacity: no append checks it again.
 	start := len(q.replyWiths)
 	b := q.replyWiths[start : start+need]
-	k := copy(b, conv)
+	k := putString(b, conv)
 	b[k] = '/'
 	k++
-	k += copy(b[k:], self)
+	k += putString(b[k:], self)
 	b[k] = '#'
 	k++
 	if n < 10 { // the first messages of a conversation
@@ -252,6 +252,21 @@ func (q *Queue) replyWith(conv, self string, n uint64) string {
 	}
 	q.replyWiths = q.replyWiths[:start+k]
 	return unsafe.String(&b[0], k)
+}
+
+// putString copies s to the start of b, which has room for it, and
+// returns its length: byte by byte when it is short (conversation ids
+// and agent names mostly are), which costs less than the call of the
+// runtime that copy makes, and the spills around it.
+func putString(b []byte, s string) int {
+	if len(s) > 16 {
+		return copy(b, s)
+	}
+	b = b[:len(s)]
+	for i := range b {
+		b[i] = s[i]
+	}
+	return len(s)
 }
 
 // reasonOf returns b as a string: the last one it returned when b spells

@@ -159,8 +159,8 @@ func (h *Handler) received(e *MessageEvent, out *Queue) {
 			return
 		}
 	}
-	if late, d := h.isLate(s, at, mt.t.peer); late {
-		h.protocolError(out, at, CodeLate, i, m, applied, "%s from %s arrived at %s, after the deadline %s of state %s", pr.msgs[mt.t.msg].name, policy.Quote(m.Sender), at.Format(time.RFC3339Nano), d.Format(time.RFC3339Nano), policy.Quote(sp.name))
+	if d := h.lateBy(s, &at, mt.t.peer); d != 0 {
+		h.protocolError(out, at, CodeLate, i, m, applied, "%s from %s arrived at %s, after the deadline %s of state %s", pr.msgs[mt.t.msg].name, policy.Quote(m.Sender), at.Format(time.RFC3339Nano), time.Unix(0, d).UTC().Format(time.RFC3339Nano), policy.Quote(sp.name))
 		if !applied {
 			return
 		}
@@ -210,17 +210,20 @@ func (h *Handler) strayReply(s *session, m *forms.Message) bool {
 // noFields is the Fields of a session in no state yet.
 var noFields forms.Fields
 
-// isLate reports whether a message role sends at time at comes after a
-// deadline of the session's state that bounds that role.
-func (h *Handler) isLate(s *session, at time.Time, role int) (bool, time.Time) {
+// lateBy returns the deadline of the session's state that bounds role
+// and that a message role sends at time at comes after, as Unix
+// nanoseconds (see nanos); 0 when the message is not late. (A deadline
+// is never 0: 0 is none.) The time is a pointer, and the deadline a
+// number, so that the call passes and returns in registers.
+func (h *Handler) lateBy(s *session, at *time.Time, role int) int64 {
 	if s.state < 0 || at.IsZero() {
-		return false, time.Time{}
+		return 0
 	}
 	arms := h.prog.states[s.state].arms
 	if len(arms) == 0 {
-		return false, time.Time{}
+		return 0
 	}
-	atn := nanos(at)
+	atn := nanos(*at)
 	for j, d := range h.prog.deadlineSlots(s, len(arms)) {
 		if d == 0 || atn < d {
 			continue
@@ -228,9 +231,9 @@ func (h *Handler) isLate(s *session, at time.Time, role int) (bool, time.Time) {
 		if j < len(arms) && role < 64 && h.prog.timers[arms[j]].exempt&(1<<role) != 0 {
 			continue
 		}
-		return true, time.Unix(0, d).UTC()
+		return d
 	}
-	return false, time.Time{}
+	return 0
 }
 
 // afterEnd reports a message that reached an ended session: late when it
@@ -437,8 +440,8 @@ func (h *Handler) sent(e *MessageEvent, out *Queue) error {
 				continue
 			}
 		}
-		if late, d := h.isLate(s, at, pr.roleIdx); late {
-			h.protocolError(out, at, CodeLate, i, m, applied, "%s sent by %s at %s, after the deadline %s of state %s", pr.msgs[mt.t.msg].name, policy.Quote(m.Sender), at.Format(time.RFC3339Nano), d.Format(time.RFC3339Nano), policy.Quote(sp.name))
+		if d := h.lateBy(s, &at, pr.roleIdx); d != 0 {
+			h.protocolError(out, at, CodeLate, i, m, applied, "%s sent by %s at %s, after the deadline %s of state %s", pr.msgs[mt.t.msg].name, policy.Quote(m.Sender), at.Format(time.RFC3339Nano), time.Unix(0, d).UTC().Format(time.RFC3339Nano), policy.Quote(sp.name))
 			if !applied {
 				continue
 			}
@@ -758,8 +761,8 @@ func (h *Handler) take(i int, choice string, content map[string]any, replyBy tim
 		h.protocolError(out, at, CodeChoiceNotAllowed, i, nil, false, "choice %s is not allowed in state %s; the choices are %s", policy.Quote(choice), policy.Quote(sp.name), strings.Join(h.choices(i), ", "))
 		return false, nil
 	}
-	if late, d := h.isLate(s, at, pr.roleIdx); late && h.mode == Enforce {
-		h.protocolError(out, at, CodeLate, i, nil, false, "too late to send %s: the deadline %s of state %s passed at %s", pr.msgs[t.msg].name, d.Format(time.RFC3339Nano), policy.Quote(sp.name), at.Format(time.RFC3339Nano))
+	if d := h.lateBy(s, &at, pr.roleIdx); d != 0 && h.mode == Enforce {
+		h.protocolError(out, at, CodeLate, i, nil, false, "too late to send %s: the deadline %s of state %s passed at %s", pr.msgs[t.msg].name, time.Unix(0, d).UTC().Format(time.RFC3339Nano), policy.Quote(sp.name), at.Format(time.RFC3339Nano))
 		return false, nil
 	}
 	form := t.form

@@ -76,7 +76,7 @@ func (h *Handler) step(e *MessageEvent, out *Queue) bool {
 		return false
 	}
 	if len(sp.arms) > 0 {
-		if late, _ := h.isLate(s, e.At, t.peer); late {
+		if h.lateBy(s, &e.At, t.peer) != 0 {
 			return false
 		}
 	}
