@@ -237,6 +237,9 @@ func (fs *Fields) check(content map[string]any, l Limits, want int) (Kinds, any,
 		return 0, nil, fs.checkLearning(content, l)
 	}
 	if len(content) == 1 && fs.other != nil {
+		if len(fs.names) == 0 { // then its one field is none of them
+			return 0, nil, fs.checkOther(content, l, 0, 0)
+		}
 		return fs.checkOne(content, l, want)
 	}
 	found, bytes := 0, 0
