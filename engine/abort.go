@@ -45,10 +45,10 @@ func (h *Handler) Abort(at time.Time, reason string, out *Queue) error {
 			continue
 		}
 		for _, k := range pr.states[s.state].arms {
-			h.emitTimer(out, TimerCancel, at, pr.timers[k].name, "", i, s.epoch, time.Time{})
+			h.emitTimer(out, TimerCancel, &at, k, nil, i, s.epoch)
 		}
 		if !pr.states[s.state].terminal {
-			h.endCommitments(i, at, "aborted", out)
+			h.endCommitments(i, &at, "aborted", out)
 		}
 		s.ticket = 0 // no decision is awaited any more
 	}

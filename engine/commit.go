@@ -55,7 +55,7 @@ func phaseOf(st CommitmentState) commitPhase {
 }
 
 // commitOp applies a commitment operation a message performs.
-func (h *Handler) commitOp(i int, op commitOp, at time.Time, cause string, out *Queue) {
+func (h *Handler) commitOp(i int, op commitOp, at *time.Time, cause string, out *Queue) {
 	pr := h.prog
 	s := &h.sessions[i]
 	s.cmSet = true
@@ -94,19 +94,19 @@ func (h *Handler) commitOp(i int, op commitOp, at time.Time, cause string, out *
 
 // commitMove moves commitment k of session i to state to, emitting the
 // event and setting or cancelling its deadline timers.
-func (h *Handler) commitMove(i, k int, to commitPhase, at time.Time, cause string, out *Queue) {
+func (h *Handler) commitMove(i, k int, to commitPhase, at *time.Time, cause string, out *Queue) {
 	pr := h.prog
 	s := &h.sessions[i]
 	c := &pr.commits[k]
 	inst := &pr.commitSlots(s)[k] // set: the session has commitments
 	if armed := c.timer(inst.state); armed >= 0 {
-		h.emitTimer(out, TimerCancel, at, pr.timers[armed].name, c.name, i, inst.epoch, time.Time{})
+		h.emitTimer(out, TimerCancel, at, armed, c, i, inst.epoch)
 	}
 	inst.state = to
 	inst.epoch = h.next()
 	inst.deadline = 0
 	e := out.commits.next(&out.dirty) // every field is written
-	setTime(&e.At, at)
+	setTime(&e.At, *at)
 	reuse.String(&e.Name, c.name)
 	reuse.String(&e.State, to.state())
 	reuse.String(&e.Debtor, h.agentOf(i, c.debtor))
@@ -115,9 +115,7 @@ func (h *Handler) commitMove(i, k int, to commitPhase, at time.Time, cause strin
 	reuse.String(&e.Cause, cause)
 	out.emit(e)
 	if timer := c.timer(to); timer >= 0 {
-		d := h.deadline(s, timer, at)
-		inst.deadline = nanos(d)
-		h.emitTimer(out, TimerSet, at, pr.timers[timer].name, c.name, i, inst.epoch, d)
+		inst.deadline = h.emitTimer(out, TimerSet, at, timer, c, i, inst.epoch)
 	}
 }
 
@@ -140,6 +138,7 @@ func (c *commitProg) timer(p commitPhase) int {
 func (h *Handler) commitTimer(i int, e *TimerEvent, out *Queue) {
 	s := &h.sessions[i]
 	k := slices.IndexFunc(h.prog.commits, func(c commitProg) bool { return c.name == e.Commitment })
+	at := e.At // the input's, which the events emitted must not alias
 	commits := h.commits(s)
 	if k < 0 || commits == nil || commits[k].epoch != e.Epoch {
 		return
@@ -149,16 +148,16 @@ func (h *Handler) commitTimer(i int, e *TimerEvent, out *Queue) {
 	}
 	switch commits[k].state {
 	case phaseConditional:
-		h.commitMove(i, k, phaseExpired, e.At, "deadline", out)
+		h.commitMove(i, k, phaseExpired, &at, "deadline", out)
 	case phaseDetached:
-		h.commitMove(i, k, phaseViolated, e.At, "deadline", out)
+		h.commitMove(i, k, phaseViolated, &at, "deadline", out)
 	}
 }
 
 // endCommitments closes the session's open commitments when it ends
 // (cause says how: "conversation ended", "aborted"): an obligation still
 // detached was not met, a conditional one lapses.
-func (h *Handler) endCommitments(i int, at time.Time, cause string, out *Queue) {
+func (h *Handler) endCommitments(i int, at *time.Time, cause string, out *Queue) {
 	commits := h.commits(&h.sessions[i])
 	for k := range commits {
 		switch commits[k].state {

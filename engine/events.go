@@ -235,14 +235,38 @@ func (q *Queue) replyWith(conv, self string, n uint64) string {
 	if cap(q.replyWiths)-len(q.replyWiths) < need {
 		q.replyWiths = make([]byte, 0, replyWithBlock) // the old block stays with its strings
 	}
+	// Written in place, within the capacity: no append checks it again.
 	start := len(q.replyWiths)
-	b := append(q.replyWiths, conv...)
-	b = append(b, '/')
-	b = append(b, self...)
-	b = append(b, '#')
-	b = strconv.AppendUint(b, n, 10) // within the capacity: b shares the block
-	q.replyWiths = b
-	return unsafe.String(&b[start], len(b)-start)
+	b := q.replyWiths[start : start+need]
+	k := putString(b, conv)
+	b[k] = '/'
+	k++
+	k += putString(b[k:], self)
+	b[k] = '#'
+	k++
+	if n < 10 { // the first messages of a conversation
+		b[k] = byte('0' + n)
+		k++
+	} else {
+		k = len(strconv.AppendUint(b[:k], n, 10))
+	}
+	q.replyWiths = q.replyWiths[:start+k]
+	return unsafe.String(&b[0], k)
+}
+
+// putString copies s to the start of b, which has room for it, and
+// returns its length: byte by byte when it is short (conversation ids
+// and agent names mostly are), which costs less than the call of the
+// runtime that copy makes, and the spills around it.
+func putString(b []byte, s string) int {
+	if len(s) > 16 {
+		return copy(b, s)
+	}
+	b = b[:len(s)]
+	for i := range b {
+		b[i] = s[i]
+	}
+	return len(s)
 }
 
 // reasonOf returns b as a string: the last one it returned when b spells

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 	"unsafe"
 
@@ -26,21 +25,29 @@ const (
 )
 
 // HandlerOption configures NewHandler.
-type HandlerOption func(*handlerConfig)
+type HandlerOption func(*handlerConfig) error
 
-type handlerConfig struct {
-	h       *Handler
-	err     error
-	content map[string]any
-}
+// handlerConfig is the handler an option configures: the handler itself,
+// as a type of its own so that an option is not a func(*Handler). An
+// option returns its error. What WithContent sets is kept, until the
+// options have run, in the first session's place (see NewHandler).
+type handlerConfig Handler
 
 // WithMode sets the mode (Enforce by default).
-func WithMode(m Mode) HandlerOption { return func(c *handlerConfig) { c.h.mode = m } }
+func WithMode(m Mode) HandlerOption {
+	return func(c *handlerConfig) error {
+		c.mode = m
+		return nil
+	}
+}
 
 // WithContent sets the data the first decision sees as its content (the
 // manager passes Start's data this way).
 func WithContent(data map[string]any) HandlerOption {
-	return func(c *handlerConfig) { c.content = data }
+	return func(c *handlerConfig) error {
+		c.one[0].content = data
+		return nil
+	}
 }
 
 // WithPeers binds agents to a role. For the many role this handler keeps
@@ -48,8 +55,8 @@ func WithContent(data map[string]any) HandlerOption {
 // other role, one agent plays it. Roles left unbound are bound to the
 // first agent that sends or receives that role's messages.
 func WithPeers(role string, agents ...string) HandlerOption {
-	return func(c *handlerConfig) {
-		h := c.h
+	return func(c *handlerConfig) error {
+		h := (*Handler)(c)
 		idx := -1
 		for i, r := range h.prog.roles {
 			if r == role {
@@ -57,26 +64,24 @@ func WithPeers(role string, agents ...string) HandlerOption {
 			}
 		}
 		if idx < 0 {
-			c.err = fmt.Errorf("engine: WithPeers: policy %s has no role %s", policy.Quote(h.prog.policy.Name), policy.Quote(role))
-			return
+			return fmt.Errorf("engine: WithPeers: policy %s has no role %s", policy.Quote(h.prog.policy.Name), policy.Quote(role))
 		}
 		if idx == h.prog.manyRole {
 			if len(agents) > MaxSessions-len(h.sessions) {
-				c.err = fmt.Errorf("engine: WithPeers: %d agents for role %s, more than the %d sessions a handler keeps", len(agents), policy.Quote(role), MaxSessions)
-				return
+				return fmt.Errorf("engine: WithPeers: %d agents for role %s, more than the %d sessions a handler keeps", len(agents), policy.Quote(role), MaxSessions)
 			}
 			h.sessions = slices.Grow(h.sessions, len(agents))
 			h.many.peers.reserve(len(h.sessions) + len(agents))
 			for _, a := range agents {
 				h.addSession(a)
 			}
-			return
+			return nil
 		}
 		if len(agents) != 1 {
-			c.err = fmt.Errorf("engine: WithPeers: role %s is not many, so one agent plays it, not %d", policy.Quote(role), len(agents))
-			return
+			return fmt.Errorf("engine: WithPeers: role %s is not many, so one agent plays it, not %d", policy.Quote(role), len(agents))
 		}
 		h.peers()[idx] = agents[0]
+		return nil
 	}
 }
 
@@ -202,26 +207,29 @@ func (pr *Program) NewHandler(conversationID, self string, opts ...HandlerOption
 	if len(opts) == 0 {
 		return h, nil
 	}
-	// The options see the configuration through a pointer, which makes it
-	// escape: take it from a pool rather than allocate one per handler.
-	cfg := configs.Get().(*handlerConfig)
-	*cfg = handlerConfig{h: h}
+	// The options configure the handler itself, which is on the heap
+	// already: a configuration of their own would be too, since the
+	// compiler takes what a function value is given to escape.
+	var err error
 	for _, opt := range opts {
-		opt(cfg)
+		if e := opt((*handlerConfig)(h)); e != nil {
+			err = e
+		}
 	}
-	err, content := cfg.err, cfg.content
-	*cfg = handlerConfig{}
-	configs.Put(cfg)
 	if err != nil {
 		return nil, err
 	}
-	for i := range h.sessions {
-		h.sessions[i].content = content
+	if pr.manyRole >= 0 {
+		// WithContent's data is in the first session's place, which a
+		// handler with a many role keeps no session in.
+		content := h.one[0].content
+		h.one[0].content = nil
+		for i := range h.sessions {
+			h.sessions[i].content = content
+		}
 	}
 	return h, nil
 }
-
-var configs = sync.Pool{New: func() any { return new(handlerConfig) }}
 
 // makePeers makes room for the agent of each role outside the handler
 // when there are more roles than it has room for.
@@ -322,13 +330,13 @@ func (h *Handler) Start(at time.Time, out *Queue) error {
 	h.started = true
 	if h.prog.manyRole >= 0 && len(h.sessions) > 0 && len(h.prog.states[h.prog.initial].sends) > 0 {
 		for i := range h.sessions {
-			h.enter(i, h.prog.initial, at, out, true)
+			h.enter(i, h.prog.initial, &at, out, true)
 		}
 		h.raiseGroup(at, out)
 		return nil
 	}
 	for i := range h.sessions {
-		h.enter(i, h.prog.initial, at, out, false)
+		h.enter(i, h.prog.initial, &at, out, false)
 	}
 	return nil
 }
@@ -347,7 +355,12 @@ func (h *Handler) Process(in Event, out *Queue) error {
 	if !h.started {
 		return ErrNotStarted
 	}
-	err := h.dispatch(in, out)
+	var err error
+	if e, ok := in.(*DecisionEvent); ok {
+		err = h.answer(e, out) // the other common input, without dispatch's call
+	} else {
+		err = h.dispatch(in, out)
+	}
 	if len(h.heldList()) > 0 && err == nil {
 		h.deliverHeld(eventTime(in), out)
 	}
@@ -369,7 +382,8 @@ func eventTime(in Event) time.Time {
 	return time.Time{}
 }
 
-// dispatch hands input event in to the code for its kind.
+// dispatch hands input event in, of any kind but a DecisionEvent (which
+// Process hands to answer itself), to the code for its kind.
 func (h *Handler) dispatch(in Event, out *Queue) error {
 	switch e := in.(type) {
 	case *MessageEvent:
@@ -381,8 +395,6 @@ func (h *Handler) dispatch(in Event, out *Queue) error {
 		}
 		h.received(e, out)
 		return nil
-	case *DecisionEvent:
-		return h.answer(e, out)
 	case *TimerEvent:
 		h.timer(e, out)
 		return nil
@@ -483,61 +495,40 @@ func (h *Handler) ticketFor(i int) uint64 {
 }
 
 // enter moves session i into state st at time at. Most states are left
-// and entered with a change of state alone; leave and arrive do the rest,
-// for the states whose leaving and entering flags say there is more.
-func (h *Handler) enter(i, st int, at time.Time, out *Queue, inGroup bool) {
+// and entered with a change of state alone; for the states whose leaving
+// and entering flags say there is more, it cancels the timers the state
+// left armed and counts the session out of a join, and then arms the new
+// state's timers, ends the session, loads a child, counts a join or
+// raises a decision, and releases a join that waits for no one else.
+func (h *Handler) enter(i, st int, at *time.Time, out *Queue, inGroup bool) {
 	pr := h.prog
 	s := &h.sessions[i]
 	if s.state >= 0 && pr.states[s.state].leaving {
-		h.leave(i, at, out)
+		// Cancel the timers the state armed, and count the session out
+		// of a join.
+		old := &pr.states[s.state]
+		for _, k := range old.arms {
+			h.emitTimer(out, TimerCancel, at, k, nil, i, s.epoch)
+		}
+		if old.join && pr.manyRole >= 0 {
+			h.many.atJoin--
+			if s.ticket == 0 {
+				h.many.undecided--
+			}
+		}
 	}
 	h.countVisit(i, st)
 	h.changeState(i, st)
-	if sp := &pr.states[st]; sp.entering || pr.manyRole >= 0 {
-		h.arrive(i, sp, at, out, inGroup)
+	sp := &pr.states[st]
+	if !sp.entering && pr.manyRole < 0 {
+		return
 	}
-}
-
-// changeState puts session i in state st, in a new epoch without a
-// decision pending (after countVisit has counted the visit).
-func (h *Handler) changeState(i, st int) {
-	s := &h.sessions[i]
-	s.state = int32(st)
-	s.epoch = h.next()
-	s.ticket = 0
-}
-
-// leave cancels the timers session i's state armed and counts it out of
-// a join.
-func (h *Handler) leave(i int, at time.Time, out *Queue) {
-	pr := h.prog
-	s := &h.sessions[i]
-	old := &pr.states[s.state]
-	for _, k := range old.arms {
-		h.emitTimer(out, TimerCancel, at, pr.timers[k].name, "", i, s.epoch, time.Time{})
-	}
-	if old.join && pr.manyRole >= 0 {
-		h.many.atJoin--
-		if s.ticket == 0 {
-			h.many.undecided--
-		}
-	}
-}
-
-// arrive does what entering state sp does for session i besides the
-// change of state: it arms the state's timers, ends the session, loads a child, counts a join or
-// raises a decision, and releases a join that waits for no one else.
-func (h *Handler) arrive(i int, sp *stateProg, at time.Time, out *Queue, inGroup bool) {
-	pr := h.prog
-	s := &h.sessions[i]
 	if len(sp.arms) > 0 {
 		// The deadlines of the state left, if any, are forgotten: a
 		// session has those of its state (see deadlines).
 		deadlines := pr.deadlineSlots(s, len(sp.arms))
 		for j, k := range sp.arms {
-			d := h.deadline(s, k, at)
-			deadlines[j] = nanos(d)
-			h.emitTimer(out, TimerSet, at, pr.timers[k].name, "", i, s.epoch, d)
+			deadlines[j] = h.emitTimer(out, TimerSet, at, k, nil, i, s.epoch)
 		}
 	}
 	if sp.join && pr.manyRole >= 0 {
@@ -552,15 +543,24 @@ func (h *Handler) arrive(i int, sp *stateProg, at time.Time, out *Queue, inGroup
 			return
 		}
 	case sp.child != nil:
-		h.loadChild(i, sp, at, out)
+		h.loadChild(i, sp, *at, out)
 	case sp.join && pr.manyRole >= 0:
 		h.many.atJoin++
 	case len(sp.sends) > 0 && !inGroup:
 		h.raise(i, at, out)
 	}
 	if pr.manyRole >= 0 {
-		h.checkJoin(at, out)
+		h.checkJoin(*at, out)
 	}
+}
+
+// changeState puts session i in state st, in a new epoch without a
+// decision pending (after countVisit has counted the visit).
+func (h *Handler) changeState(i, st int) {
+	s := &h.sessions[i]
+	s.state = int32(st)
+	s.epoch = h.next()
+	s.ticket = 0
 }
 
 // nanos returns t as Unix nanoseconds, or 0 for the zero time and times
@@ -581,33 +581,118 @@ func nanos(t time.Time) int64 {
 func (h *Handler) deadline(s *session, k int, at time.Time) time.Time {
 	t := &h.prog.timers[k]
 	if t.src < 0 {
-		return at.Add(t.after)
+		return addTime(at, t.after)
 	}
 	if s.srcSet {
 		if v := h.prog.srcSlots(s)[t.src]; v != 0 {
 			return time.Unix(0, v).UTC()
 		}
 	}
-	return at.Add(t.fallback)
+	return addTime(at, t.fallback)
 }
 
-// emitTimer asks to set or cancel timer name of session i, armed by
-// commitment (or by the state, for "").
-func (h *Handler) emitTimer(out *Queue, op TimerOp, at time.Time, name, commitment string, i int, epoch uint64, deadline time.Time) {
-	timers := &out.timers
-	if commitment != "" {
-		timers = &out.commitTimers
+// hasMonotonic and nsecMask are the time package's: the flag of a
+// time.Time's wall word that says it holds a monotonic reading, and the
+// bits of it that hold the nanoseconds.
+const (
+	hasMonotonic = 1 << 63
+	nsecMask     = 1<<30 - 1
+)
+
+// addTime returns t.Add(d), the same time.Time to the bit.
+func addTime(t time.Time, d time.Duration) time.Time {
+	w := (*timeWords)(unsafe.Pointer(&t))
+	wall, ext, ok := addWords(w, d)
+	if !ok {
+		return t.Add(d)
 	}
+	w.wall, w.ext = wall, ext
+	return t
+}
+
+// addWords returns the wall and ext words of the time w + d, which
+// time.Add computes, in the common case: a time without a monotonic
+// reading (as time.Date, a parsed time or UTC() gives, and what an
+// event's At, from a store or the wire, usually is) and a d that is not
+// negative, whose sum does not saturate. The wall word of such a time
+// holds its nanoseconds alone and ext its seconds since the year 1, as
+// TestAddTimeIsTimeAdd checks. It returns false in the other cases,
+// which time.Add is left to compute: not inlined, it costs some 60
+// instructions, and each timer a step sets computes a deadline.
+func addWords(w *timeWords, d time.Duration) (wall uint64, ext int64, ok bool) {
+	if w.wall&hasMonotonic != 0 || d < 0 {
+		return 0, 0, false
+	}
+	sec, nsec := int64(d/1e9), int64(w.wall&nsecMask)+int64(d%1e9)
+	if nsec >= 1e9 {
+		sec++
+		nsec -= 1e9
+	}
+	if ext = w.ext + sec; ext < w.ext {
+		return 0, 0, false // time.Add saturates
+	}
+	return uint64(nsec), ext, true
+}
+
+// emitTimer asks to set (op TimerSet) or cancel timer k of session i,
+// armed in epoch by commitment c (nil: by the state) at time at; for a
+// set, it returns the deadline as Unix nanoseconds (see nanos), 0 for a
+// cancel. at is a pointer, and the timer an index, so that the call
+// passes every argument in registers.
+//
+// A set's deadline is deadline's. For a timer that fires a duration
+// after at, the common case, emitTimer adds the duration as addTime
+// does, into the event's words, and reads the nanoseconds off them: no
+// time.Time is built or passed.
+func (h *Handler) emitTimer(out *Queue, op TimerOp, at *time.Time, k int, c *commitProg, i int, epoch uint64) int64 {
+	timers, commitment := &out.timers, ""
+	if c != nil {
+		timers, commitment = &out.commitTimers, c.name
+	}
+	t := &h.prog.timers[k]
 	e := timers.next(&out.dirty) // every field is written
-	setTime(&e.At, at)
+	setTime(&e.At, *at)
 	e.Op = op
-	reuse.String(&e.Name, name)
+	reuse.String(&e.Name, t.name)
 	reuse.String(&e.Commitment, commitment)
 	reuse.String(&e.Session, h.sessionName(i))
-	setTime(&e.Deadline, deadline)
 	e.Epoch = epoch
 	out.emit(e)
+	if op != TimerSet {
+		setTime(&e.Deadline, time.Time{})
+		return 0
+	}
+	s := &h.sessions[i]
+	d := t.after
+	if t.src >= 0 {
+		d = t.fallback
+		if s.srcSet && h.prog.srcSlots(s)[t.src] != 0 {
+			d = -1 // a time from a message, which deadline reads
+		}
+	}
+	w := (*timeWords)(unsafe.Pointer(at))
+	wall, ext, ok := addWords(w, d)
+	if !ok {
+		v := h.deadline(s, k, *at)
+		setTime(&e.Deadline, v)
+		return nanos(v)
+	}
+	dw := (*timeWords)(unsafe.Pointer(&e.Deadline))
+	dw.wall, dw.ext = wall, ext
+	if dw.loc != w.loc {
+		dw.loc = w.loc
+	}
+	// nanos of that time, read off its words.
+	const limit = 9_200_000_000
+	if u := ext - unixToInternal; u >= -limit && u <= limit {
+		return u*1e9 + int64(wall)
+	}
+	return 0
 }
+
+// unixToInternal is the time package's: the seconds from the year 1 to
+// 1970, the start of Unix time.
+const unixToInternal = (1969*365 + 1969/4 - 1969/100 + 1969/400) * 86400
 
 func (h *Handler) protocolError(out *Queue, at time.Time, code ErrorCode, i int, m *forms.Message, applied bool, format string, args ...any) {
 	h.report(out, at, code, i, m, applied, fmt.Sprintf(format, args...))
@@ -686,11 +771,11 @@ func (h *Handler) fillRequest(r *decision.Request, i int, ticket uint64) {
 }
 
 // raise asks for a decision for session i.
-func (h *Handler) raise(i int, at time.Time, out *Queue) {
+func (h *Handler) raise(i int, at *time.Time, out *Queue) {
 	t := h.ticketFor(i)
 	h.sessions[i].ticket = t
 	e := out.decisions.next(&out.dirty) // every field is written
-	setTime(&e.At, at)
+	setTime(&e.At, *at)
 	e.Ticket = t
 	h.fillRequest(&e.Request, i, t)
 	e.clearAnswer()
@@ -779,10 +864,10 @@ func (h *Handler) loadChild(i int, sp *stateProg, at time.Time, out *Queue) {
 }
 
 // finish ends the conversation.
-func (h *Handler) finish(at time.Time, out *Queue) {
+func (h *Handler) finish(at *time.Time, out *Queue) {
 	h.done = true
 	e := out.dones.next(&out.dirty) // every field is written
-	setTime(&e.At, at)
+	setTime(&e.At, *at)
 	reuse.String(&e.Policy, h.prog.policy.Name)
 	if h.prog.manyRole < 0 {
 		reuse.String(&e.Outcome, h.prog.states[h.sessions[0].state].outcome)

@@ -281,3 +281,44 @@ func TestWithContent(t *testing.T) {
 	require.Equal(t, 1, q.Len())
 	assert.Equal(t, `decide start [request] {"task":"paint"}`, render(q.Events()[0]))
 }
+
+// WithContent gives every session of a many role the data, whether it
+// comes before or after the WithPeers that makes them, as it does the one
+// session of another role.
+func TestWithContentForEverySessionOfAManyRole(t *testing.T) {
+	cn := program(t, "fipa-contract-net", "Initiator")
+	data := map[string]any{"task": "paint"}
+	peers, content := engine.WithPeers("Participant", "bob", "carol"), engine.WithContent(data)
+	tests := []struct {
+		name string
+		opts []engine.HandlerOption
+	}{
+		{"content after the peers", []engine.HandlerOption{peers, content}},
+		{"content before the peers", []engine.HandlerOption{content, peers}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h, err := cn.NewHandler(convID, "alice", tt.opts...)
+			require.NoError(t, err)
+			var q engine.Queue
+			require.NoError(t, h.Start(t0, &q))
+			require.Equal(t, 1, q.Len())
+			d, ok := q.Events()[0].(*engine.DecisionEvent)
+			require.True(t, ok, "%T", q.Events()[0])
+			assert.Equal(t, data, d.Request.Content)
+		})
+	}
+}
+
+// Of options that fail, NewHandler returns the last one's error, having
+// run every option.
+func TestNewHandlerReturnsTheLastOptionError(t *testing.T) {
+	request := program(t, "fipa-request", "Initiator")
+	h, err := request.NewHandler(convID, "alice",
+		engine.WithPeers("Bystander", "eve"),
+		engine.WithPeers("Participant", "bob"),
+		engine.WithPeers("Participant", "bob", "carol"),
+		engine.WithContent(map[string]any{"task": "paint"}))
+	assert.EqualError(t, err, `engine: WithPeers: role "Participant" is not many, so one agent plays it, not 2`)
+	assert.Nil(t, h)
+}

@@ -159,8 +159,8 @@ func (h *Handler) received(e *MessageEvent, out *Queue) {
 			return
 		}
 	}
-	if late, d := h.isLate(s, at, mt.t.peer); late {
-		h.protocolError(out, at, CodeLate, i, m, applied, "%s from %s arrived at %s, after the deadline %s of state %s", pr.msgs[mt.t.msg].name, policy.Quote(m.Sender), at.Format(time.RFC3339Nano), d.Format(time.RFC3339Nano), policy.Quote(sp.name))
+	if d := h.lateBy(s, &at, mt.t.peer); d != 0 {
+		h.protocolError(out, at, CodeLate, i, m, applied, "%s from %s arrived at %s, after the deadline %s of state %s", pr.msgs[mt.t.msg].name, policy.Quote(m.Sender), at.Format(time.RFC3339Nano), time.Unix(0, d).UTC().Format(time.RFC3339Nano), policy.Quote(sp.name))
 		if !applied {
 			return
 		}
@@ -189,7 +189,7 @@ func (h *Handler) received(e *MessageEvent, out *Queue) {
 		h.protocolError(out, at, CodeBudget, i, m, false, "%s from %s was not applied: %s", pr.msgs[mt.t.msg].name, policy.Quote(m.Sender), why)
 		return
 	}
-	h.apply(i, mt.t, m, at, out, false)
+	h.apply(i, mt.t, m, &at, out, false)
 }
 
 // strayReply reports whether m, received in session s, is in reply to a
@@ -210,17 +210,20 @@ func (h *Handler) strayReply(s *session, m *forms.Message) bool {
 // noFields is the Fields of a session in no state yet.
 var noFields forms.Fields
 
-// isLate reports whether a message role sends at time at comes after a
-// deadline of the session's state that bounds that role.
-func (h *Handler) isLate(s *session, at time.Time, role int) (bool, time.Time) {
+// lateBy returns the deadline of the session's state that bounds role
+// and that a message role sends at time at comes after, as Unix
+// nanoseconds (see nanos); 0 when the message is not late. (A deadline
+// is never 0: 0 is none.) The time is a pointer, and the deadline a
+// number, so that the call passes and returns in registers.
+func (h *Handler) lateBy(s *session, at *time.Time, role int) int64 {
 	if s.state < 0 || at.IsZero() {
-		return false, time.Time{}
+		return 0
 	}
 	arms := h.prog.states[s.state].arms
 	if len(arms) == 0 {
-		return false, time.Time{}
+		return 0
 	}
-	atn := nanos(at)
+	atn := nanos(*at)
 	for j, d := range h.prog.deadlineSlots(s, len(arms)) {
 		if d == 0 || atn < d {
 			continue
@@ -228,9 +231,9 @@ func (h *Handler) isLate(s *session, at time.Time, role int) (bool, time.Time) {
 		if j < len(arms) && role < 64 && h.prog.timers[arms[j]].exempt&(1<<role) != 0 {
 			continue
 		}
-		return true, time.Unix(0, d).UTC()
+		return d
 	}
-	return false, time.Time{}
+	return 0
 }
 
 // afterEnd reports a message that reached an ended session: late when it
@@ -379,7 +382,7 @@ func (h *Handler) sent(e *MessageEvent, out *Queue) error {
 			if !ok && mayJoin == 1 {
 				if i, ok = h.addSession(r); ok {
 					h.sessions[i].state = -1
-					h.enter(i, pr.initial, at, out, true)
+					h.enter(i, pr.initial, &at, out, true)
 				}
 			}
 			if !ok {
@@ -437,8 +440,8 @@ func (h *Handler) sent(e *MessageEvent, out *Queue) error {
 				continue
 			}
 		}
-		if late, d := h.isLate(s, at, pr.roleIdx); late {
-			h.protocolError(out, at, CodeLate, i, m, applied, "%s sent by %s at %s, after the deadline %s of state %s", pr.msgs[mt.t.msg].name, policy.Quote(m.Sender), at.Format(time.RFC3339Nano), d.Format(time.RFC3339Nano), policy.Quote(sp.name))
+		if d := h.lateBy(s, &at, pr.roleIdx); d != 0 {
+			h.protocolError(out, at, CodeLate, i, m, applied, "%s sent by %s at %s, after the deadline %s of state %s", pr.msgs[mt.t.msg].name, policy.Quote(m.Sender), at.Format(time.RFC3339Nano), time.Unix(0, d).UTC().Format(time.RFC3339Nano), policy.Quote(sp.name))
 			if !applied {
 				continue
 			}
@@ -454,7 +457,7 @@ func (h *Handler) sent(e *MessageEvent, out *Queue) error {
 			continue
 		}
 		s.sent[1], s.sent[0] = s.sent[0], m.ReplyWith
-		h.apply(i, mt.t, m, at, out, true)
+		h.apply(i, mt.t, m, &at, out, true)
 	}
 	return nil
 }
@@ -507,15 +510,21 @@ func (h *Handler) allAtInitial() bool {
 
 // apply takes transition t for session i on message m (received, or sent
 // when sent is true).
-func (h *Handler) apply(i int, t *transProg, m *forms.Message, at time.Time, out *Queue, sent bool) {
+func (h *Handler) apply(i int, t *transProg, m *forms.Message, at *time.Time, out *Queue, sent bool) {
 	pr := h.prog
 	s := &h.sessions[i]
-	if len(t.sets) > 0 && !h.assign(i, t, m, at, out) {
+	if len(t.sets) > 0 && !h.assign(i, t, m, *at, out) {
 		return
 	}
 	h.countMessage(i)
 	if !sent {
-		h.noteReceived(s, t, m)
+		// Note m for in-reply-to, duplicates and decisions, and bind t's
+		// role to m's sender if no agent plays it yet.
+		var bound *string
+		if r := t.peer; r != pr.manyRole {
+			bound = h.peer(r)
+		}
+		noteMessage(s, t, m, bound)
 	} else if r := t.peer; r != pr.manyRole && len(m.Receivers) > 0 {
 		if p := h.peer(r); *p == "" {
 			*p = m.Receivers[0]
@@ -528,19 +537,11 @@ func (h *Handler) apply(i int, t *transProg, m *forms.Message, at time.Time, out
 	h.enter(i, t.next, at, out, false)
 }
 
-// noteReceived notes in session s the message m it received by
+// noteMessage notes in session s the message m it received by
 // transition t, for in-reply-to, duplicates and decisions, and binds t's
-// role to m's sender if no agent plays it yet.
-func (h *Handler) noteReceived(s *session, t *transProg, m *forms.Message) {
-	var bound *string
-	if r := t.peer; r != h.prog.manyRole {
-		bound = h.peer(r)
-	}
-	noteMessage(s, t, m, bound)
-}
-
-// noteMessage is noteReceived, given where the agent playing t's role
-// is kept (nil for the many role, whose agent is the session's peer).
+// role to m's sender if no agent plays it yet: bound is where the agent
+// playing t's role is kept (nil for the many role, whose agent is the
+// session's peer).
 func noteMessage(s *session, t *transProg, m *forms.Message, bound *string) {
 	s.lastReplyWith, s.lastInReplyTo, s.lastMsg, s.lastSender, s.content = m.ReplyWith, m.InReplyTo, int32(t.msg+1), m.Sender, m.Content
 	if bound != nil && *bound == "" {
@@ -551,7 +552,7 @@ func noteMessage(s *session, t *transProg, m *forms.Message, bound *string) {
 // applyMessage does what a message of type msg does for session i besides
 // its transition: it notes the deadlines it sets and performs its
 // commitment operations (after the agents it binds are bound).
-func (h *Handler) applyMessage(i, msg int, m *forms.Message, at time.Time, out *Queue) {
+func (h *Handler) applyMessage(i, msg int, m *forms.Message, at *time.Time, out *Queue) {
 	pr := h.prog
 	s := &h.sessions[i]
 	mp := &pr.msgs[msg]
@@ -560,7 +561,7 @@ func (h *Handler) applyMessage(i, msg int, m *forms.Message, at time.Time, out *
 		srcTimes := pr.srcSlots(s)
 		for _, k := range mp.srcs {
 			t, _ := forms.Time(m, pr.deadlineSrc[k].field)
-			srcTimes[k] = nanos(h.boundWait(t, at))
+			srcTimes[k] = nanos(h.boundWait(t, *at))
 		}
 	}
 	for _, op := range mp.ops {
@@ -709,7 +710,7 @@ func (h *Handler) answer(e *DecisionEvent, out *Queue) error {
 		return nil
 	}
 	i := idx - 1
-	a := e.Answer
+	a := &e.Answer
 	if a.Choice == "" {
 		return nil // wait: the decision stays open and may be answered later
 	}
@@ -733,10 +734,11 @@ func (h *Handler) take(i int, choice string, content map[string]any, replyBy tim
 	}
 	var t, guarded *transProg
 	var guardErr error
+	ck := shortKey(choice)
 	for k := range sp.sends {
 		c := &sp.sends[k]
-		if c.key != choice {
-			continue
+		if len(c.key) != len(choice) || ck != c.keyKey || ck == [2]uint32{} && c.key != choice {
+			continue // c.key != choice, without a call of the runtime for most
 		}
 		if c.guard != nil {
 			ok, err := sendGuard(c.guard, content, s.vars)
@@ -759,8 +761,8 @@ func (h *Handler) take(i int, choice string, content map[string]any, replyBy tim
 		h.protocolError(out, at, CodeChoiceNotAllowed, i, nil, false, "choice %s is not allowed in state %s; the choices are %s", policy.Quote(choice), policy.Quote(sp.name), strings.Join(h.choices(i), ", "))
 		return false, nil
 	}
-	if late, d := h.isLate(s, at, pr.roleIdx); late && h.mode == Enforce {
-		h.protocolError(out, at, CodeLate, i, nil, false, "too late to send %s: the deadline %s of state %s passed at %s", pr.msgs[t.msg].name, d.Format(time.RFC3339Nano), policy.Quote(sp.name), at.Format(time.RFC3339Nano))
+	if d := h.lateBy(s, &at, pr.roleIdx); d != 0 && h.mode == Enforce {
+		h.protocolError(out, at, CodeLate, i, nil, false, "too late to send %s: the deadline %s of state %s passed at %s", pr.msgs[t.msg].name, time.Unix(0, d).UTC().Format(time.RFC3339Nano), policy.Quote(sp.name), at.Format(time.RFC3339Nano))
 		return false, nil
 	}
 	form := t.form
@@ -832,7 +834,7 @@ func (h *Handler) take(i int, choice string, content map[string]any, replyBy tim
 		// marks).
 		reuse.String(&sj.sent[1], sj.sent[0])
 		sj.sent[0] = rw
-		h.apply(j, t, msg, at, out, true)
+		h.apply(j, t, msg, &at, out, true)
 	}
 	return true, nil
 }
@@ -1009,8 +1011,8 @@ func (h *Handler) timer(e *TimerEvent, out *Queue) {
 		if len(t.sets) > 0 && !h.assign(i, t, nil, e.At, out) {
 			return
 		}
-		from := s.state
-		h.enter(i, t.next, e.At, out, false)
+		from, at := s.state, e.At
+		h.enter(i, t.next, &at, out, false)
 		h.sessions[i].timedOutFrom = from
 		return
 	}
@@ -1044,7 +1046,8 @@ func (h *Handler) childDone(e *CPDoneEvent, out *Queue) {
 		if len(t.sets) > 0 && !h.assign(i, t, nil, e.At, out) {
 			return
 		}
-		h.enter(i, t.next, e.At, out, false)
+		at := e.At
+		h.enter(i, t.next, &at, out, false)
 		return
 	}
 	h.protocolError(out, e.At, CodeUnexpected, i, nil, false, "child policy %s ended with outcome %s, which state %s does not handle", policy.Quote(e.Policy), policy.Quote(e.Outcome), policy.Quote(sp.name))

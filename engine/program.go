@@ -109,7 +109,10 @@ type stateProg struct {
 
 type transProg struct {
 	key string
-	msg int // message type, for sends and receives
+	// keyKey is shortKey(key), for take to compare a decision's choice
+	// with the keys of sends as step compares performatives.
+	keyKey [2]uint32
+	msg    int // message type, for sends and receives
 	// The message type's form, performative and whether it has a match
 	// rule, copied here so classifying touches one struct.
 	form *forms.Form
@@ -403,6 +406,7 @@ func build(p *policy.Policy, role string, proj *policy.Projection, o *compileOpt
 			switch lt.Action {
 			case policy.ActionSend, policy.ActionReceive:
 				tp.key = t.MessageKey()
+				tp.keyKey = shortKey(tp.key)
 				tp.msg = msgIdx[t.Message.Name]
 				tp.form = pr.msgs[tp.msg].form
 				tp.perf, tp.hasMatch = tp.form.Type.Performative, tp.form.HasMatch()

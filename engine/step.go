@@ -76,7 +76,7 @@ func (h *Handler) step(e *MessageEvent, out *Queue) bool {
 		return false
 	}
 	if len(sp.arms) > 0 {
-		if late, _ := h.isLate(s, e.At, t.peer); late {
+		if h.lateBy(s, &e.At, t.peer) != 0 {
 			return false
 		}
 	}
@@ -90,7 +90,8 @@ func (h *Handler) step(e *MessageEvent, out *Queue) bool {
 		return false
 	}
 	if !t.quiet {
-		h.apply(0, t, m, e.At, out, false)
+		at := e.At
+		h.apply(0, t, m, &at, out, false)
 		return true
 	}
 	// apply, and enter, for a transition that only changes the state.

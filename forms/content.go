@@ -138,9 +138,13 @@ type Fields struct {
 }
 
 // otherName is the one name a Fields learns besides its own, the first
-// it saw alone (see Fields.check); Fields of one compiled policy are
-// shared by goroutines, hence the atomic.
-type otherName struct{ p atomic.Pointer[string] }
+// it saw alone (see Fields.check), and the position of the name it found
+// the last content of one field under (see checkOne); Fields of one
+// compiled policy are shared by goroutines, hence the atomics.
+type otherName struct {
+	p    atomic.Pointer[string]
+	last atomic.Int32
+}
 
 // MaxOtherName is the longest name a Fields learns besides its own: a
 // longer one is checked by iterating every time.
@@ -232,6 +236,12 @@ func (fs *Fields) check(content map[string]any, l Limits, want int) (Kinds, any,
 	if len(content) > len(fs.names) && (len(content) > len(fs.names)+1 || fs.learned() == nil) {
 		return 0, nil, fs.checkLearning(content, l)
 	}
+	if len(content) == 1 && fs.other != nil {
+		if len(fs.names) == 0 { // then its one field is none of them
+			return 0, nil, fs.checkOther(content, l, 0, 0)
+		}
+		return fs.checkOne(content, l, want)
+	}
 	found, bytes := 0, 0
 	var kinds Kinds
 	var wanted any
@@ -242,30 +252,11 @@ func (fs *Fields) check(content map[string]any, l Limits, want int) (Kinds, any,
 			kinds = kinds.with(j, kindAbsent)
 			continue
 		}
-		var kind kind
-		switch x := v.(type) {
-		case string:
-			bytes += len(x)
-			kind = kindString
-		case nil:
-			kind = kindNil
-		case bool:
-			kind = kindBool
-		case int, int64, int32, int16, int8, uint, uint64, uint32, uint16, uint8:
-			kind = kindInt
-		case time.Duration:
-			kind = kindDuration
-		case float64:
-			if math.IsNaN(x) || math.IsInf(x, 0) {
-				return 0, nil, fs.checkFrom(j, found, bytes, content, l)
-			}
-			kind = kindFraction
-			if x == math.Trunc(x) {
-				kind = kindWhole
-			}
-		default: // a map, a list, a value of another type
+		kind, size := scalarKind(v)
+		if kind == kindUnknown {
 			return 0, nil, fs.checkFrom(j, found, bytes, content, l)
 		}
+		bytes += size
 		if j == want {
 			wanted = v
 		}
@@ -280,36 +271,123 @@ func (fs *Fields) check(content map[string]any, l Limits, want int) (Kinds, any,
 		}
 	}
 	if found < n { // content holds a field fs does not name
-		other := fs.learned()
-		if other == nil || found+1 < len(content) {
-			return 0, nil, fs.checkLearning(content, l)
-		}
-		v, ok := content[*other]
-		if !ok {
-			return 0, nil, checkContent(content, l)
-		}
-		switch x := v.(type) {
-		case string:
-			bytes += len(x)
-		case nil, bool, int, int64, int32, int16, int8, uint, uint64, uint32, uint16, uint8, time.Duration:
-		case float64:
-			if math.IsNaN(x) || math.IsInf(x, 0) {
-				return 0, nil, checkContent(content, l)
-			}
-		default:
-			return 0, nil, checkContent(content, l)
-		}
-		found++
-		bytes += len(*other)
-		if l = l.orDefault(); found > l.MaxNodes || bytes > l.MaxBytes {
-			return 0, nil, checkContent(content, l)
-		}
-		return 0, nil, nil
+		return 0, nil, fs.checkOther(content, l, found, bytes)
 	}
 	if l = l.orDefault(); found > l.MaxNodes || bytes > l.MaxBytes {
 		return 0, nil, fs.checkFrom(len(fs.names), found, bytes, content, l)
 	}
 	return kinds, wanted, nil
+}
+
+// scalarKind returns the kind of a scalar value v (strings, bools, nil,
+// integers, finite float64s, durations) and the bytes a string holds;
+// kindUnknown for anything else, which a contentCheck is to walk. It is
+// small enough to be inlined for the commonest kinds, and asks
+// otherKind about the rest.
+func scalarKind(v any) (kind, int) {
+	switch x := v.(type) {
+	case string:
+		return kindString, len(x)
+	case int:
+		return kindInt, 0
+	}
+	return otherKind(v), 0
+}
+
+// otherKind is scalarKind of a value that is neither a string nor an
+// int.
+func otherKind(v any) kind {
+	switch x := v.(type) {
+	case nil:
+		return kindNil
+	case bool:
+		return kindBool
+	case int64, int32, int16, int8, uint, uint64, uint32, uint16, uint8:
+		return kindInt
+	case time.Duration:
+		return kindDuration
+	case float64:
+		switch {
+		case math.IsNaN(x) || math.IsInf(x, 0):
+			return kindUnknown
+		case x == math.Trunc(x):
+			return kindWhole
+		}
+		return kindFraction
+	}
+	return kindUnknown // a map, a list, a value of another type
+}
+
+// checkOne is check for content of one field: what check decides of it,
+// with the same kinds, value and error, looking up fs's names in
+// another order. The name the last such content held, of every content
+// fs checked, is looked up first, then the others in order: once it is
+// found, the others are absent and need no looking up (check, in order,
+// looks up those before it too). Messages of one type, the common case,
+// hold the same field each time.
+func (fs *Fields) checkOne(content map[string]any, l Limits, want int) (Kinds, any, error) {
+	names := fs.names
+	j, last := -1, int(fs.other.last.Load())
+	var v any
+	if last < len(names) {
+		if x, ok := content[names[last]]; ok {
+			j, v = last, x
+		}
+	}
+	for i := 0; j < 0 && i < len(names); i++ {
+		if i == last {
+			continue
+		}
+		if x, ok := content[names[i]]; ok {
+			j, v = i, x
+			fs.other.last.Store(int32(i))
+		}
+	}
+	if j < 0 { // the field is none of fs's names
+		return 0, nil, fs.checkOther(content, l, 0, 0)
+	}
+	kind, bytes := scalarKind(v)
+	if kind == kindUnknown {
+		return 0, nil, fs.checkFrom(j, 0, 0, content, l)
+	}
+	bytes += len(names[j])
+	if l = l.orDefault(); l.MaxNodes < 1 || bytes > l.MaxBytes {
+		return 0, nil, fs.checkFrom(len(names), 1, bytes, content, l)
+	}
+	kinds := fs.none
+	if j < MaxKinds {
+		kinds = kinds&^(15<<(4*j)) | Kinds(kind)<<(4*j)
+	}
+	if j != want {
+		v = nil
+	}
+	return kinds, v, nil
+}
+
+// checkOther is the end of check for content that holds one field fs
+// does not name besides the found it found under fs's names, which held
+// bytes bytes of names and strings: content passes, without iterating
+// over it, when that field is the one fs learned and is a scalar within
+// the limits; otherwise checkLearning or checkContent decides it.
+func (fs *Fields) checkOther(content map[string]any, l Limits, found, bytes int) error {
+	other := fs.learned()
+	if other == nil || found+1 < len(content) {
+		return fs.checkLearning(content, l)
+	}
+	v, ok := content[*other]
+	if !ok {
+		return checkContent(content, l)
+	}
+	kind, size := scalarKind(v)
+	if kind == kindUnknown {
+		return checkContent(content, l)
+	}
+	found++
+	bytes += size + len(*other)
+	if l = l.orDefault(); found > l.MaxNodes || bytes > l.MaxBytes {
+		return checkContent(content, l)
+	}
+	return nil
 }
 
 // learned returns the name fs has learned besides its own, or nil.

@@ -465,3 +465,52 @@ func TestSameContent(t *testing.T) {
 		})
 	}
 }
+
+// Content of one field is decided whichever field the content checked
+// before held (the Fields looks that one up first): the same error as
+// CheckContent's, and kinds that tell the field found and every other
+// name absent.
+func TestFieldsCheckOneFieldWhateverCameBefore(t *testing.T) {
+	names := make([]string, forms.MaxKinds+2)
+	for j := range names {
+		names[j] = fmt.Sprintf("f%d", j)
+	}
+	keys := append(slices.Clone(names), "other", "unknown")
+	values := []any{nil, "x", strings.Repeat("x", forms.DefaultLimits.MaxBytes), 1, 1.5, 2.0, true, time.Second, math.NaN(), []any{1}, map[string]any{"k": 1}}
+	for _, before := range keys {
+		for _, key := range keys {
+			t.Run(before+"/"+key, func(t *testing.T) {
+				fs := fieldsNamed(t, names...)
+				_, err := fs.CheckContentKinds(map[string]any{before: 1}, forms.DefaultLimits)
+				require.NoError(t, err)
+				j := fs.Position(key)
+				for _, v := range values {
+					content := map[string]any{key: v}
+					kinds, got, err := fs.CheckContentField(content, forms.DefaultLimits, j)
+					if want := forms.CheckContent(content, forms.DefaultLimits); want != nil {
+						require.Error(t, err, "%v", v)
+						assert.Equal(t, want.Error(), err.Error())
+						continue
+					}
+					require.NoError(t, err, "%v", v)
+					if j < 0 || kinds == 0 {
+						assert.Nil(t, got, "%v", v)
+						continue // decided by CheckContent: every kind unknown
+					}
+					for _, n := range names {
+						p := fs.Position(n)
+						if p >= forms.MaxKinds {
+							assert.False(t, kinds.Found(p) || kinds.Absent(p), "%v, %s: beyond Kinds, unknown", v, n)
+							continue
+						}
+						assert.Equal(t, n == key, kinds.Found(p), "%v, %s found", v, n)
+						assert.Equal(t, n != key, kinds.Absent(p), "%v, %s absent", v, n)
+					}
+					if j < forms.MaxKinds {
+						assert.Equal(t, v, got, "%v", v)
+					}
+				}
+			})
+		}
+	}
+}
