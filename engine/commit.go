@@ -66,56 +66,64 @@ func (h *Handler) commitOp(i int, op commitOp, at *time.Time, cause string, out 
 		if inst.state.active() {
 			return
 		}
-		h.commitMove(i, op.commit, phaseConditional, at, cause, out)
-		if !c.detachable {
-			h.commitMove(i, op.commit, phaseDetached, at, cause, out)
+		then := phaseDetached
+		if c.detachable {
+			then = phaseNone
 		}
+		h.commitMove(i, op.commit, phaseConditional, then, at, cause, out)
 	case opDetach:
 		if inst.state == phaseConditional {
-			h.commitMove(i, op.commit, phaseDetached, at, cause, out)
+			h.commitMove(i, op.commit, phaseDetached, phaseNone, at, cause, out)
 		}
 	case opDischarge:
 		if inst.state.active() {
-			h.commitMove(i, op.commit, phaseDischarged, at, cause, out)
+			h.commitMove(i, op.commit, phaseDischarged, phaseNone, at, cause, out)
 		}
 	case opCancel:
 		switch inst.state {
 		case phaseConditional:
-			h.commitMove(i, op.commit, phaseCancelled, at, cause, out)
+			h.commitMove(i, op.commit, phaseCancelled, phaseNone, at, cause, out)
 		case phaseDetached:
-			h.commitMove(i, op.commit, phaseViolated, at, cause, out)
+			h.commitMove(i, op.commit, phaseViolated, phaseNone, at, cause, out)
 		}
 	case opRelease:
 		if inst.state.active() {
-			h.commitMove(i, op.commit, phaseReleased, at, cause, out)
+			h.commitMove(i, op.commit, phaseReleased, phaseNone, at, cause, out)
 		}
 	}
 }
 
 // commitMove moves commitment k of session i to state to, emitting the
-// event and setting or cancelling its deadline timers.
-func (h *Handler) commitMove(i, k int, to commitPhase, at *time.Time, cause string, out *Queue) {
+// event and setting or cancelling its deadline timers, and then, unless
+// then is phaseNone, on to state then in the same way (a commitment
+// created that cannot be detached later is detached at once).
+func (h *Handler) commitMove(i, k int, to, then commitPhase, at *time.Time, cause string, out *Queue) {
 	pr := h.prog
-	s := &h.sessions[i]
 	c := &pr.commits[k]
-	inst := &pr.commitSlots(s)[k] // set: the session has commitments
-	if armed := c.timer(inst.state); armed >= 0 {
-		h.emitTimer(out, TimerCancel, at, armed, c, i, inst.epoch)
-	}
-	inst.state = to
-	inst.epoch = h.next()
-	inst.deadline = 0
-	e := out.commits.next(&out.dirty) // every field is written
-	setTime(&e.At, *at)
-	reuse.String(&e.Name, c.name)
-	reuse.String(&e.State, to.state())
-	reuse.String(&e.Debtor, h.agentOf(i, c.debtor))
-	reuse.String(&e.Creditor, h.agentOf(i, c.creditor))
-	reuse.String(&e.Session, h.sessionName(i))
-	reuse.String(&e.Cause, cause)
-	out.emit(e)
-	if timer := c.timer(to); timer >= 0 {
-		inst.deadline = h.emitTimer(out, TimerSet, at, timer, c, i, inst.epoch)
+	inst := &pr.commitSlots(&h.sessions[i])[k] // set: the session has commitments
+	for {
+		if armed := c.timer(inst.state); armed >= 0 {
+			h.emitTimer(out, TimerCancel, at, armed, c, i, inst.epoch)
+		}
+		inst.state = to
+		inst.epoch = h.next()
+		inst.deadline = 0
+		e := out.commits.next(&out.dirty) // every field is written
+		setTime(&e.At, *at)
+		reuse.String(&e.Name, c.name)
+		reuse.String(&e.State, to.state())
+		reuse.String(&e.Debtor, h.agentOf(i, c.debtor))
+		reuse.String(&e.Creditor, h.agentOf(i, c.creditor))
+		reuse.String(&e.Session, h.sessionName(i))
+		reuse.String(&e.Cause, cause)
+		out.emit(e)
+		if timer := c.timer(to); timer >= 0 {
+			inst.deadline = h.emitTimer(out, TimerSet, at, timer, c, i, inst.epoch)
+		}
+		if then == phaseNone {
+			return
+		}
+		to, then = then, phaseNone
 	}
 }
 
@@ -148,9 +156,9 @@ func (h *Handler) commitTimer(i int, e *TimerEvent, out *Queue) {
 	}
 	switch commits[k].state {
 	case phaseConditional:
-		h.commitMove(i, k, phaseExpired, &at, "deadline", out)
+		h.commitMove(i, k, phaseExpired, phaseNone, &at, "deadline", out)
 	case phaseDetached:
-		h.commitMove(i, k, phaseViolated, &at, "deadline", out)
+		h.commitMove(i, k, phaseViolated, phaseNone, &at, "deadline", out)
 	}
 }
 
@@ -162,9 +170,9 @@ func (h *Handler) endCommitments(i int, at *time.Time, cause string, out *Queue)
 	for k := range commits {
 		switch commits[k].state {
 		case phaseConditional:
-			h.commitMove(i, k, phaseExpired, at, cause, out)
+			h.commitMove(i, k, phaseExpired, phaseNone, at, cause, out)
 		case phaseDetached:
-			h.commitMove(i, k, phaseViolated, at, cause, out)
+			h.commitMove(i, k, phaseViolated, phaseNone, at, cause, out)
 		}
 	}
 }
