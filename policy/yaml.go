@@ -495,8 +495,8 @@ func (l *yamlLoader) indentOf(line int) int {
 // false for a line the source does not have. While the lines asked for
 // come in order it reads on from the last one; the first line asked for
 // before the last one makes the table of every line's start, which it
-// reads from then on, so that no order of lines costs more than one
-// pass over the source and a binary search each.
+// reads from then on, so that no order of lines costs more than a pass
+// over the source and the table.
 func (l *yamlLoader) lineStart(line int) (int, bool) {
 	if line < 1 || (l.lastLine > 0 && line > l.lastLine) {
 		return 0, false

@@ -91,29 +91,26 @@ func assertPlainAsPairs(t *testing.T, src []byte) {
 		// An alias bomb, read to the default limit: a few places do.
 		step = nodes / 4
 	}
+	same := func(limits Limits, format string, arg int) {
+		p, ds, _ := load(limits, false)
+		gp, gds, _ := load(limits, true)
+		require.Equal(t, gds, ds, format, arg)
+		require.Equal(t, gp, p, format, arg)
+	}
 	for n := 1; n <= nodes; n += step {
 		limits := DefaultLimits
 		limits.MaxNodes = n
-		p, ds, _ := load(limits, false)
-		gp, gds, _ := load(limits, true)
-		require.Equal(t, gds, ds, "MaxNodes %d", n)
-		require.Equal(t, gp, p, "MaxNodes %d", n)
+		same(limits, "MaxNodes %d", n)
 	}
 	for states := 1; states <= 4; states++ {
 		limits := DefaultLimits
 		limits.MaxStates = states
-		p, ds, _ := load(limits, false)
-		gp, gds, _ := load(limits, true)
-		require.Equal(t, gds, ds, "MaxStates %d", states)
-		require.Equal(t, gp, p, "MaxStates %d", states)
+		same(limits, "MaxStates %d", states)
 	}
 	for depth := 1; depth <= 8; depth++ {
 		limits := DefaultLimits
 		limits.MaxDepth = depth
-		p, ds, _ := load(limits, false)
-		gp, gds, _ := load(limits, true)
-		require.Equal(t, gds, ds, "MaxDepth %d", depth)
-		require.Equal(t, gp, p, "MaxDepth %d", depth)
+		same(limits, "MaxDepth %d", depth)
 	}
 }
 
