@@ -8,51 +8,9 @@ import (
 	"github.com/parleyhq/parley/policy"
 )
 
-// generated writes a two-party policy of n states: a ladder where each
-// state offers a request and a refusal onward, bounded by a timer, with a
-// guard, a commitment and expressions so that every check has work.
-func generated(n int) []byte {
-	var b strings.Builder
-	b.WriteString(`policy: generated
-version: 1
-roles: [A, B]
-messages:
-  ask: {performative: request, fields: {n: int}}
-  yes: agree
-  no: {performative: refuse, fields: {reason: optional string}}
-  ok:
-    performative: inform
-    fields: {result: any}
-    match: '"result" in content'
-vars: {last: int}
-timers: {t: 30s}
-commitments:
-  reply: {debtor: B, creditor: A, create: yes, discharge: ok}
-states:
-`)
-	for i := 0; i < n-2; i++ {
-		next := i + 1
-		if next == n-2 {
-			next = 0
-		}
-		if i%2 == 0 {
-			fmt.Fprintf(&b, "  s%d:\n    arm: t\n    on:\n", i)
-			fmt.Fprintf(&b, "      - {send: ask, from: A, to: B, next: s%d, guard: 'vars.last < 100', set: {last: content.n}}\n", i+1)
-			b.WriteString("      - {timeout: t, next: end}\n")
-		} else {
-			fmt.Fprintf(&b, "  s%d:\n", i)
-			fmt.Fprintf(&b, "    - {send: yes, from: B, to: A, next: s%d}\n", next)
-			b.WriteString("    - {send: ok, from: B, to: A, next: end}\n")
-			b.WriteString("    - {send: no, from: B, to: A, next: refused}\n")
-		}
-	}
-	b.WriteString("  end: {terminal: done}\n  refused: {terminal: refused}\n")
-	return []byte(b.String())
-}
-
 func BenchmarkValidate(b *testing.B) {
 	for _, n := range []int{1_000, 10_000, 100_000} {
-		src := generated(n)
+		src := policy.Ladder(n, false)
 		b.Run(fmt.Sprintf("states=%d", n), func(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(src)))
@@ -71,7 +29,7 @@ func BenchmarkValidate(b *testing.B) {
 }
 
 func TestGeneratedPolicyIsClean(t *testing.T) {
-	p, ds := policy.LoadYAML("generated.yaml", generated(50))
+	p, ds := policy.LoadYAML("generated.yaml", policy.Ladder(50, false))
 	if len(ds) > 0 {
 		t.Fatal(ds)
 	}
@@ -109,7 +67,7 @@ func BenchmarkLoadXMLRepeatedAttributes(b *testing.B) {
 // both formats (the XML written by WriteXML from the YAML).
 func BenchmarkLoad(b *testing.B) {
 	for _, n := range []int{1_000, 10_000, 100_000} {
-		ysrc := generated(n)
+		ysrc := policy.Ladder(n, false)
 		p, ds := policy.LoadYAML("generated.yaml", ysrc)
 		if ds.HasErrors() {
 			b.Fatal(ds)

@@ -154,7 +154,7 @@ func TestYAMLPlainMappingsReadAsPairs(t *testing.T) {
 // the readings a large policy takes: its states, transitions and sets.
 func TestYAMLPlainReadsTheLadder(t *testing.T) {
 	var doc yaml.Node
-	require.NoError(t, yaml.Unmarshal(walkLadder(10), &doc))
+	require.NoError(t, yaml.Unmarshal(Ladder(10, true), &doc))
 	root := doc.Content[0]
 	require.Equal(t, "states", root.Content[len(root.Content)-2].Value)
 	states := root.Content[len(root.Content)-1]

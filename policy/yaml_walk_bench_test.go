@@ -4,43 +4,12 @@ import (
 	"bytes"
 	"fmt"
 	"runtime"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"gopkg.in/yaml.v3"
 )
-
-// walkLadder writes the ladder policy of bench/ (n states, each a
-// flow-mapping send with a guard and a set, a timeout, or three sends).
-func walkLadder(n int) []byte {
-	var b strings.Builder
-	b.WriteString("policy: generated\nversion: 1\nroles: [A, B]\nmessages:\n" +
-		"  ask: {performative: request, fields: {n: int}}\n  yes: agree\n" +
-		"  no: {performative: refuse, fields: {reason: optional string}}\n" +
-		"  ok:\n    performative: inform\n    fields: {result: any}\n    match: '\"result\" in content'\n" +
-		"vars: {last: int}\ntimers: {t: 30s}\ncommitments:\n" +
-		"  reply: {debtor: B, creditor: A, create: yes, discharge: ok}\nstates:\n")
-	for i := 0; i < n-2; i++ {
-		next := i + 1
-		if next == n-2 {
-			next = 0
-		}
-		if i%2 == 0 {
-			fmt.Fprintf(&b, "  s%d:\n    arm: t\n    on:\n", i)
-			fmt.Fprintf(&b, "      - {send: ask, from: A, to: B, next: s%d, guard: 'vars.last < %d', set: {last: content.n + %d}}\n", i+1, 100+i, i)
-			b.WriteString("      - {timeout: t, next: end}\n")
-		} else {
-			fmt.Fprintf(&b, "  s%d:\n", i)
-			fmt.Fprintf(&b, "    - {send: yes, from: B, to: A, next: s%d}\n", next)
-			b.WriteString("    - {send: ok, from: B, to: A, next: end}\n")
-			b.WriteString("    - {send: no, from: B, to: A, next: refused}\n")
-		}
-	}
-	b.WriteString("  end: {terminal: done}\n  refused: {terminal: refused}\n")
-	return []byte(b.String())
-}
 
 // processCPU returns the process's CPU time so far, and the part of it
 // spent in the kernel (page faults on the heap's new memory).
@@ -61,7 +30,7 @@ func processCPU() (cpu, sys time.Duration) {
 // cpu-ns/op, and the kernel's part of it as sys-ns/op.
 func BenchmarkYAMLWalk(b *testing.B) {
 	for _, n := range []int{10_000, 100_000} {
-		src := walkLadder(n)
+		src := Ladder(n, true)
 		for _, collected := range []bool{false, true} {
 			b.Run(fmt.Sprintf("states=%d/collected=%v", n, collected), func(b *testing.B) {
 				b.ReportAllocs()
