@@ -54,43 +54,43 @@ func phaseOf(st CommitmentState) commitPhase {
 	return phaseNone
 }
 
-// commitOp applies a commitment operation a message performs.
-func (h *Handler) commitOp(i int, op commitOp, at *time.Time, cause string, out *Queue) {
-	pr := h.prog
-	s := &h.sessions[i]
-	s.cmSet = true
-	c := &pr.commits[op.commit]
-	inst := &pr.commitSlots(s)[op.commit]
-	switch op.op {
-	case opCreate:
-		if inst.state.active() {
-			return
-		}
-		then := phaseDetached
-		if c.detachable {
-			then = phaseNone
-		}
-		h.commitMove(i, op.commit, phaseConditional, then, at, cause, out)
-	case opDetach:
-		if inst.state == phaseConditional {
-			h.commitMove(i, op.commit, phaseDetached, phaseNone, at, cause, out)
-		}
-	case opDischarge:
-		if inst.state.active() {
-			h.commitMove(i, op.commit, phaseDischarged, phaseNone, at, cause, out)
-		}
-	case opCancel:
-		switch inst.state {
-		case phaseConditional:
-			h.commitMove(i, op.commit, phaseCancelled, phaseNone, at, cause, out)
-		case phaseDetached:
-			h.commitMove(i, op.commit, phaseViolated, phaseNone, at, cause, out)
-		}
-	case opRelease:
-		if inst.state.active() {
-			h.commitMove(i, op.commit, phaseReleased, phaseNone, at, cause, out)
+// phaseCount is the number of commitment phases.
+const phaseCount = len(phaseStates)
+
+// phaseMove is what a commitment operation does to a commitment in one
+// phase: moves it to to, and on to then unless then is phaseNone;
+// nothing when to is phaseNone.
+type phaseMove struct{ to, then commitPhase }
+
+// movesOf returns what operation op does to a commitment (detachable,
+// or not) in each phase, which compile computes once: an active
+// commitment is not created again, a conditional one is detached, an
+// active one discharged or released, and a cancel lets a conditional
+// commitment go but violates a detached one. A commitment created that
+// cannot be detached later is detached at once.
+func movesOf(op opKind, detachable bool) [phaseCount]phaseMove {
+	var moves [phaseCount]phaseMove
+	for k := range moves {
+		p, mv := commitPhase(k), &moves[k]
+		switch {
+		case op == opCreate && !p.active():
+			mv.to, mv.then = phaseConditional, phaseDetached
+			if detachable {
+				mv.then = phaseNone
+			}
+		case op == opDetach && p == phaseConditional:
+			mv.to = phaseDetached
+		case op == opDischarge && p.active():
+			mv.to = phaseDischarged
+		case op == opCancel && p == phaseConditional:
+			mv.to = phaseCancelled
+		case op == opCancel && p == phaseDetached:
+			mv.to = phaseViolated
+		case op == opRelease && p.active():
+			mv.to = phaseReleased
 		}
 	}
+	return moves
 }
 
 // commitMove moves commitment k of session i to state to, emitting the

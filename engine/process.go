@@ -564,8 +564,18 @@ func (h *Handler) applyMessage(i, msg int, m *forms.Message, at *time.Time, out 
 			srcTimes[k] = nanos(h.boundWait(t, *at))
 		}
 	}
-	for _, op := range mp.ops {
-		h.commitOp(i, op, at, mp.name, out)
+	if len(mp.ops) == 0 {
+		return
+	}
+	// The commitment operations, each by its moves: what it does to the
+	// commitment in the phase it is in.
+	s.cmSet = true
+	insts := pr.commitSlots(s)
+	for k := range mp.ops {
+		op := &mp.ops[k]
+		if mv := op.moves[insts[op.commit].state]; mv.to != phaseNone {
+			h.commitMove(i, op.commit, mv.to, mv.then, at, mp.name, out)
+		}
 	}
 }
 

@@ -220,7 +220,9 @@ const (
 
 type commitOp struct {
 	commit int
-	op     opKind
+	// moves is what op does to the commitment in each phase (see
+	// movesOf).
+	moves [phaseCount]phaseMove
 }
 
 // CompileOption configures Compile.
@@ -338,7 +340,7 @@ func build(p *policy.Policy, role string, proj *policy.Projection, o *compileOpt
 		}{{c.Create, opCreate}, {c.Detach, opDetach}, {c.Discharge, opDischarge}, {c.Cancel, opCancel}, {c.Release, opRelease}} {
 			for _, r := range op.refs {
 				m := &pr.msgs[msgIdx[r.Name]]
-				m.ops = append(m.ops, commitOp{commit: ci, op: op.kind})
+				m.ops = append(m.ops, commitOp{commit: ci, moves: movesOf(op.kind, len(c.Detach) > 0)})
 			}
 		}
 	}
