@@ -743,20 +743,23 @@ func containsString(list []string, s string) bool {
 }
 
 func (h *Handler) request(i int, ticket uint64) decision.Request {
-	var r decision.Request
-	h.fillRequest(&r, i, ticket)
-	return r
+	var e DecisionEvent
+	h.fillDecision(&e, i, ticket)
+	return e.Request
 }
 
-// fillRequest writes the decision request of session i for ticket into
-// r, every field of it, with package reuse: r may be a reused output
-// event's.
-func (h *Handler) fillRequest(r *decision.Request, i int, ticket uint64) {
-	s := &h.sessions[i]
-	sp := &h.prog.states[s.state]
+// fillDecision writes the decision request of session i for ticket into
+// e, every field of its Request and its Ticket, with package reuse, and
+// clears its Answer: e may be a reused output event. (Its At is the
+// caller's.)
+func (h *Handler) fillDecision(e *DecisionEvent, i int, ticket uint64) {
+	pr, s := h.prog, &h.sessions[i]
+	sp := &pr.states[s.state]
+	r := &e.Request
+	e.Ticket = ticket
 	reuse.String(&r.ConversationID, h.conv)
-	reuse.String(&r.Policy, h.prog.policy.Name)
-	reuse.String(&r.Role, h.prog.role)
+	reuse.String(&r.Policy, pr.policy.Name)
+	reuse.String(&r.Role, pr.role)
 	reuse.String(&r.Point, sp.name)
 	r.Ticket = ticket
 	choices := sp.choices // h.choices(i), without its call when no guard is to be evaluated
@@ -764,10 +767,15 @@ func (h *Handler) fillRequest(r *decision.Request, i int, ticket uint64) {
 		choices = h.choices(i)
 	}
 	reuse.Slice(&r.Choices, choices)
-	reuse.String(&r.Peer, h.sessionName(i))
+	peer := ""
+	if pr.manyRole >= 0 {
+		peer = s.peer
+	}
+	reuse.String(&r.Peer, peer)
 	reuse.Map(&r.Content, s.content)
 	reuse.Map(&r.Vars, s.vars)
 	reuse.Slice(&r.Sessions, nil)
+	e.clearAnswer()
 }
 
 // raise asks for a decision for session i.
@@ -776,9 +784,7 @@ func (h *Handler) raise(i int, at *time.Time, out *Queue) {
 	h.sessions[i].ticket = t
 	e := out.decisions.next(&out.dirty) // every field is written
 	setTime(&e.At, *at)
-	e.Ticket = t
-	h.fillRequest(&e.Request, i, t)
-	e.clearAnswer()
+	h.fillDecision(e, i, t)
 	out.emit(e)
 }
 
