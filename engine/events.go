@@ -279,25 +279,14 @@ func (q *Queue) reasonOf(b []byte) string {
 	return q.reason
 }
 
-// emit appends e to the events. Reset leaves the events it empties in
-// place, and a slot is written only when it does not hold e already:
-// the pools hand out their elements in the same order after each Reset,
-// so a Queue that sees the same kinds of steps again writes no pointer
-// for them, and pays no write barrier while the collector marks.
+// emit appends e to the events. Reset leaves their storage in place, so
+// that a Queue that has seen as many events in one step before does not
+// grow. The slot is written whether or not it holds e already: the
+// events of one step are seldom those the same slot held the step
+// before (each step starts at the first), so comparing first costs more
+// than the write it would save.
 func (q *Queue) emit(e Event) {
-	n := len(q.events)
-	if n == cap(q.events) {
-		q.events = append(q.events, e)
-		return
-	}
-	q.events = q.events[:n+1]
-	// Every Event is a pointer: the same type and pointer are the same
-	// event. Comparing the two words one by one saves the runtime call
-	// that != on the interfaces, or on the two words as an array, makes.
-	d, w := (*[2]unsafe.Pointer)(unsafe.Pointer(&q.events[n])), (*[2]unsafe.Pointer)(unsafe.Pointer(&e))
-	if d[0] != w[0] || d[1] != w[1] {
-		q.events[n] = e
-	}
+	q.events = append(q.events, e)
 }
 
 // Events returns the events appended since the last Reset, in order.
