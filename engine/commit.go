@@ -93,6 +93,12 @@ func movesOf(op opKind, detachable bool) [phaseCount]phaseMove {
 	return moves
 }
 
+// move returns what op does to its commitment, one of insts (a
+// session's), in the phase it is in.
+func (op *commitOp) move(insts []commitInst) phaseMove {
+	return op.moves[insts[op.commit].state]
+}
+
 // commitMove moves commitment k of session i to state to, emitting the
 // event and setting or cancelling its deadline timers, and then, unless
 // then is phaseNone, on to state then in the same way (a commitment
@@ -166,7 +172,11 @@ func (h *Handler) commitTimer(i int, e *TimerEvent, out *Queue) {
 // (cause says how: "conversation ended", "aborted"): an obligation still
 // detached was not met, a conditional one lapses.
 func (h *Handler) endCommitments(i int, at *time.Time, cause string, out *Queue) {
-	commits := h.commits(&h.sessions[i])
+	s := &h.sessions[i]
+	if !s.cmSet {
+		return
+	}
+	commits := h.prog.commitSlots(s)
 	for k := range commits {
 		switch commits[k].state {
 		case phaseConditional:

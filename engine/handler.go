@@ -507,8 +507,14 @@ func (h *Handler) enter(i, st int, at *time.Time, out *Queue, inGroup bool) {
 		// Cancel the timers the state armed, and count the session out
 		// of a join.
 		old := &pr.states[s.state]
-		for _, k := range old.arms {
-			h.emitTimer(out, TimerCancel, at, k, nil, i, s.epoch)
+		if arms := old.arms; len(arms) == 1 {
+			// Most states' one timer, without a loop, which reloads
+			// what it keeps after each call.
+			h.emitTimer(out, TimerCancel, at, arms[0], nil, i, s.epoch)
+		} else {
+			for _, k := range arms {
+				h.emitTimer(out, TimerCancel, at, k, nil, i, s.epoch)
+			}
 		}
 		if old.join && pr.manyRole >= 0 {
 			h.many.atJoin--
@@ -527,8 +533,12 @@ func (h *Handler) enter(i, st int, at *time.Time, out *Queue, inGroup bool) {
 		// The deadlines of the state left, if any, are forgotten: a
 		// session has those of its state (see deadlines).
 		deadlines := pr.deadlineSlots(s, len(sp.arms))
-		for j, k := range sp.arms {
-			deadlines[j] = h.emitTimer(out, TimerSet, at, k, nil, i, s.epoch)
+		if len(sp.arms) == 1 { // as above
+			deadlines[0] = h.emitTimer(out, TimerSet, at, sp.arms[0], nil, i, s.epoch)
+		} else {
+			for j, k := range sp.arms {
+				deadlines[j] = h.emitTimer(out, TimerSet, at, k, nil, i, s.epoch)
+			}
 		}
 	}
 	if sp.join && pr.manyRole >= 0 {
@@ -536,7 +546,9 @@ func (h *Handler) enter(i, st int, at *time.Time, out *Queue, inGroup bool) {
 	}
 	switch {
 	case sp.terminal:
-		h.endCommitments(i, at, "conversation ended", out)
+		if s.cmSet { // else it has no commitment to end
+			h.endCommitments(i, at, "conversation ended", out)
+		}
 		h.ended++
 		if int(h.ended) == len(h.sessions) {
 			h.finish(at, out)

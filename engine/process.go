@@ -567,13 +567,19 @@ func (h *Handler) applyMessage(i, msg int, m *forms.Message, at *time.Time, out 
 	if len(mp.ops) == 0 {
 		return
 	}
-	// The commitment operations, each by its moves: what it does to the
-	// commitment in the phase it is in.
 	s.cmSet = true
 	insts := pr.commitSlots(s)
+	if op := &mp.ops[0]; len(mp.ops) == 1 {
+		// Most messages' one operation, without a loop, which reloads
+		// what it keeps after each call.
+		if mv := op.move(insts); mv.to != phaseNone {
+			h.commitMove(i, op.commit, mv.to, mv.then, at, mp.name, out)
+		}
+		return
+	}
 	for k := range mp.ops {
 		op := &mp.ops[k]
-		if mv := op.moves[insts[op.commit].state]; mv.to != phaseNone {
+		if mv := op.move(insts); mv.to != phaseNone {
 			h.commitMove(i, op.commit, mv.to, mv.then, at, mp.name, out)
 		}
 	}
