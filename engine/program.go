@@ -183,7 +183,7 @@ type msgProg struct {
 	// match is the type's match rule, nil for none.
 	match *decision.Expression
 	// commitment operations this message performs: commitment index and
-	// operation.
+	// what the operation does to it (moves).
 	ops []commitOp
 	// deadline sources this message sets.
 	srcs []int
@@ -220,8 +220,8 @@ const (
 
 type commitOp struct {
 	commit int
-	// moves is what op does to the commitment in each phase (see
-	// movesOf).
+	// moves is what the operation does to the commitment in each phase
+	// (see movesOf).
 	moves [phaseCount]phaseMove
 }
 
