@@ -461,10 +461,7 @@ func render(e Event) string {
 // a message no guard admits, and leaves one from a stranger to
 // received.
 func TestStepPolicyShapes(t *testing.T) {
-	p, ds := policy.LoadYAML("step.yaml", []byte(stepPolicy))
-	require.False(t, ds.HasErrors(), "%v", ds)
-	prog, ds := Compile(p, "B")
-	require.NotNil(t, prog, "%v", ds)
+	prog := compileB(t, stepPolicy)
 	h, err := prog.NewHandler("c1", "b", WithPeers("A", "a"))
 	require.NoError(t, err)
 	var q Queue
@@ -592,10 +589,7 @@ func TestPlanSteps(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, ds := policy.LoadYAML("p.yaml", []byte(tt.src))
-			require.False(t, ds.HasErrors(), "%v", ds)
-			prog, ds := Compile(p, "B")
-			require.NotNil(t, prog, "%v", ds)
+			prog := compileB(t, tt.src)
 			sp := &prog.states[prog.stateIndex[tt.state]]
 			assert.Equal(t, tt.byPerf, sp.byPerf, "byPerf")
 			var perfs []string
@@ -616,11 +610,7 @@ func TestPlanSteps(t *testing.T) {
 // performative in a byPerf state, whether the performative has a key
 // or not, and reports one no receive of the state has.
 func TestStepByPerf(t *testing.T) {
-	p, ds := policy.LoadYAML("by-perf.yaml", []byte(byPerfPolicy))
-	require.False(t, ds.HasErrors(), "%v", ds)
-	prog, ds := Compile(p, "B")
-	require.NotNil(t, prog, "%v", ds)
-	h, err := prog.NewHandler("c1", "b", WithPeers("A", "a"))
+	h, err := compileB(t, byPerfPolicy).NewHandler("c1", "b", WithPeers("A", "a"))
 	require.NoError(t, err)
 	var q Queue
 	require.NoError(t, h.Start(time.Time{}, &q))
@@ -656,4 +646,14 @@ func TestStepByPerf(t *testing.T) {
 			}
 		})
 	}
+}
+
+// compileB compiles the policy of YAML src for role B.
+func compileB(t *testing.T, src string) *Program {
+	t.Helper()
+	p, ds := policy.LoadYAML("p.yaml", []byte(src))
+	require.False(t, ds.HasErrors(), "%v", ds)
+	prog, ds := Compile(p, "B")
+	require.NotNil(t, prog, "%v", ds)
+	return prog
 }
