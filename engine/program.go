@@ -43,6 +43,8 @@ type Program struct {
 	// (policy.Budget), copied here for the step that checks them; 0 for
 	// none.
 	budgetMessages, budgetVisits int
+	// budgeted says that either is not 0 (see planSteps).
+	budgeted bool
 	// litVars holds the transitions' litVars, by mapID: the variables
 	// sessions share (see sharesVars).
 	litVars map[unsafe.Pointer]bool
@@ -98,10 +100,17 @@ type stateProg struct {
 	// and sends declare: content is checked against the limits by looking
 	// them up (see forms.Fields).
 	recvFields, sendFields forms.Fields
-	// recvOrder holds, when recvMatch, the indices of recvs in the order
+	// recvOrder holds, unless byPerf, the indices of recvs in the order
 	// classifying considers them: those whose forms have a match rule
 	// first, then the others, each in recvs' order.
 	recvOrder []int32
+	// byPerf says that no receive's form has a match rule and none has a
+	// guard, so that a message's performative alone says which receive
+	// takes it (see planSteps).
+	byPerf bool
+	// perfRecvs holds, when byPerf, the performatives of recvs, each
+	// with the first receive of it.
+	perfRecvs []perfRecv
 	// guardField is the guardAt of the first receive that has one, or
 	// -1: step has the limit check return the value of that field.
 	guardField int
@@ -458,6 +467,7 @@ func build(p *policy.Policy, role string, proj *policy.Projection, o *compileOpt
 			t.quiet = len(t.sets) == 0 && !t.msgWork && !sp.leaving && !pr.states[t.next].entering
 		}
 	}
+	pr.planSteps()
 	return pr, nil
 }
 

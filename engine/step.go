@@ -1,6 +1,11 @@
 package engine
 
-import "github.com/parleyhq/parley/forms"
+import (
+	"slices"
+	"time"
+
+	"github.com/parleyhq/parley/forms"
+)
 
 // step takes the transition of e, the event of a received message m, in
 // the case that is by far the most common: a handler with one session,
@@ -18,12 +23,14 @@ import "github.com/parleyhq/parley/forms"
 // Process hands e to dispatch, whose received makes the checks again
 // and reports what fails.
 func (h *Handler) step(e *MessageEvent, out *Queue) bool {
-	m, pr := e.Message, h.prog
-	if m == nil || e.Sent || pr.manyRole >= 0 || h.done || h.otherConversation(m) {
+	m := e.Message
+	if m == nil || e.Sent || h.done {
 		return false
 	}
-	s := &h.sessions[0]
-	if s.state < 0 {
+	pr := h.prog
+	// A handler without a many role keeps its one session in h.one.
+	s := &h.one[0]
+	if pr.manyRole >= 0 || s.state < 0 || h.otherConversation(m) {
 		return false
 	}
 	sp := &pr.states[s.state]
@@ -35,36 +42,29 @@ func (h *Handler) step(e *MessageEvent, out *Queue) bool {
 		return false
 	}
 	var t *transProg
-	if sp.recvMatch {
+	if sp.byPerf {
+		// The first receive of m's performative (perfRecvs).
+		perf := m.Performative
+		if key := perfKey64(perf); key == 0 {
+			t = sp.recvOfLong(perf)
+		} else {
+			for _, r := range sp.perfRecvs {
+				if r.key == key && r.n == len(perf) {
+					t = r.t
+					break
+				}
+			}
+		}
+	} else {
 		var ok bool
 		if t, ok = h.stepMatch(sp, m, kinds, val); !ok {
 			return false
-		}
-	} else {
-		perf := m.Performative
-		key := shortKey(perf)
-		for k := range sp.recvs {
-			c := &sp.recvs[k]
-			if len(c.perf) != len(perf) || key != c.perfKey || key == [2]uint32{} && c.perf != perf {
-				continue
-			}
-			if c.guard != nil {
-				if ok, err := h.guardHolds(0, c, m, guardField(sp, c, kinds, &val)); err != nil {
-					return false
-				} else if !ok {
-					continue
-				}
-			}
-			t = c
-			break
 		}
 	}
 	if t == nil {
 		// No transition takes m, as received's classify would find:
 		// what received does then.
-		if !h.hold(0, m, e.At, out) {
-			h.unexpected(0, m, e.At, out)
-		}
+		h.stepUnexpected(m, e.At, out)
 		return true
 	}
 	// received's classify would go on to a later transition bound to
@@ -75,10 +75,8 @@ func (h *Handler) step(e *MessageEvent, out *Queue) bool {
 	if *bound != "" && *bound != m.Sender {
 		return false
 	}
-	if len(sp.arms) > 0 {
-		if h.lateBy(s, &e.At, t.peer) != 0 {
-			return false
-		}
+	if len(sp.arms) > 0 && h.lateBy(s, &e.At, t.peer) != 0 {
+		return false
 	}
 	if m.InReplyTo != "" && h.strayReply(s, m) {
 		return false
@@ -86,7 +84,7 @@ func (h *Handler) step(e *MessageEvent, out *Queue) bool {
 	if len(t.form.Type.Fields) > 0 && t.form.ValidateKinds(m.Content, kinds, t.fieldsAt) != nil {
 		return false
 	}
-	if h.overBudget(0, t) != "" {
+	if pr.budgeted && h.budgetSpent(0, t) != "" {
 		return false
 	}
 	if !t.quiet {
@@ -95,12 +93,54 @@ func (h *Handler) step(e *MessageEvent, out *Queue) bool {
 		return true
 	}
 	// apply, and enter, for a transition that only changes the state.
-	h.countMessage(0)
+	if pr.budgeted {
+		h.countMessage(0)
+		h.countVisit(0, t.next)
+	}
 	noteMessage(s, t, m, bound)
 	s.timedOutFrom = -1
-	h.countVisit(0, t.next)
 	h.changeState(0, t.next)
 	return true
+}
+
+// stepUnexpected does what received does with m, which no transition of
+// the state takes: it holds it for a later state, or reports it.
+func (h *Handler) stepUnexpected(m *forms.Message, at time.Time, out *Queue) {
+	if !h.hold(0, m, at, out) {
+		h.unexpected(0, m, at, out)
+	}
+}
+
+// perfRecv is a performative of a byPerf state's receives: its key
+// (perfKey64) and length, and the first receive of it, the one that
+// takes a message of it.
+type perfRecv struct {
+	key uint64
+	n   int
+	t   *transProg
+}
+
+// recvOfLong returns the receive of state sp, a byPerf one, that takes
+// a message of performative perf, which has no key (perfKey64): the
+// first of that performative, or nil.
+func (sp *stateProg) recvOfLong(perf string) *transProg {
+	for _, r := range sp.perfRecvs {
+		if r.key == 0 && r.t.perf == perf {
+			return r.t
+		}
+	}
+	return nil
+}
+
+// perfKey64 is shortKey(s) in one word: the first four bytes low, the
+// last four high.
+func perfKey64(s string) uint64 {
+	if len(s) < 4 || len(s) > 8 {
+		return 0
+	}
+	t := s[len(s)-4:]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(t[0])<<32 | uint64(t[1])<<40 | uint64(t[2])<<48 | uint64(t[3])<<56
 }
 
 // stepMatch classifies m in state sp, some of whose receives' forms
@@ -174,5 +214,28 @@ func shortKey(s string) [2]uint32 {
 	return [2]uint32{
 		uint32(s[0]) | uint32(s[1])<<8 | uint32(s[2])<<16 | uint32(s[3])<<24,
 		uint32(t[0]) | uint32(t[1])<<8 | uint32(t[2])<<16 | uint32(t[3])<<24,
+	}
+}
+
+// planSteps sets what step reads of the program besides what build
+// compiled for received: whether the program has a run budget, and for
+// each state whether its receives are told apart by performative alone
+// (byPerf), else the order classifying considers them in (recvOrder).
+func (pr *Program) planSteps() {
+	pr.budgeted = pr.budgetMessages != 0 || pr.budgetVisits != 0
+	for k := range pr.states {
+		sp := &pr.states[k]
+		sp.byPerf = !sp.recvMatch && !slices.ContainsFunc(sp.recvs, func(t transProg) bool { return t.guard != nil })
+		switch {
+		case !sp.byPerf && sp.recvOrder == nil:
+			sp.recvOrder = matchFirst(sp.recvs)
+		case sp.byPerf:
+			for j := range sp.recvs {
+				t := &sp.recvs[j]
+				if !slices.ContainsFunc(sp.perfRecvs, func(r perfRecv) bool { return r.t.perf == t.perf }) {
+					sp.perfRecvs = append(sp.perfRecvs, perfRecv{key: perfKey64(t.perf), n: len(t.perf), t: t})
+				}
+			}
+		}
 	}
 }

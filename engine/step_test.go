@@ -461,10 +461,7 @@ func render(e Event) string {
 // a message no guard admits, and leaves one from a stranger to
 // received.
 func TestStepPolicyShapes(t *testing.T) {
-	p, ds := policy.LoadYAML("step.yaml", []byte(stepPolicy))
-	require.False(t, ds.HasErrors(), "%v", ds)
-	prog, ds := Compile(p, "B")
-	require.NotNil(t, prog, "%v", ds)
+	prog := compileB(t, stepPolicy)
 	h, err := prog.NewHandler("c1", "b", WithPeers("A", "a"))
 	require.NoError(t, err)
 	var q Queue
@@ -552,4 +549,111 @@ func TestShortKey(t *testing.T) {
 			assert.Equal(t, key, shortKey(strings.Clone(tt.s)), "a copy")
 		})
 	}
+}
+
+// byPerfPolicy has receives told apart by performative alone, of
+// performatives with a key (perfKey64) and without: shorter than four
+// bytes, longer than eight.
+const byPerfPolicy = `policy: by-perf
+version: 1
+roles: [A, B]
+messages: {ask: cfp, huh: not-understood, tell: inform, stop: cancel}
+states:
+  s0:
+    - {send: tell, from: A, to: B, next: s0}
+    - {send: ask, from: A, to: B, next: s1}
+    - {send: huh, from: A, to: B, next: s2}
+  s1:
+    - {send: stop, from: A, to: B, next: end}
+    - {send: huh, from: A, to: B, next: s0}
+  s2:
+    - {send: tell, from: A, to: B, next: s1}
+  end: {terminal: done}
+`
+
+// TestPlanSteps checks what planSteps compiles: the states whose
+// receives are told apart by performative alone, with the first receive
+// of each performative, and the order classifying considers the others'
+// in.
+func TestPlanSteps(t *testing.T) {
+	tests := []struct {
+		name, src, state string
+		byPerf           bool
+		perfs            []string // perfRecvs' performatives, when byPerf
+		order            []int32  // recvOrder, otherwise
+	}{
+		{"by performative", byPerfPolicy, "s0", true, []string{"inform", "cfp", "not-understood"}, nil},
+		{"by performative, another state", byPerfPolicy, "s1", true, []string{"cancel", "not-understood"}, nil},
+		{"guards", stepPolicy, "s0", false, nil, []int32{0, 1, 2}},
+		{"match rules first", stepPolicy, "s1", false, nil, []int32{2, 3, 4, 0, 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			prog := compileB(t, tt.src)
+			sp := &prog.states[prog.stateIndex[tt.state]]
+			assert.Equal(t, tt.byPerf, sp.byPerf, "byPerf")
+			var perfs []string
+			for _, r := range sp.perfRecvs {
+				perfs = append(perfs, r.t.perf)
+				assert.Equal(t, perfKey64(r.t.perf), r.key, "key of %s", r.t.perf)
+				assert.Equal(t, len(r.t.perf), r.n, "length of %s", r.t.perf)
+			}
+			assert.Equal(t, tt.perfs, perfs, "perfRecvs")
+			if !tt.byPerf {
+				assert.Equal(t, tt.order, sp.recvOrder, "recvOrder")
+			}
+		})
+	}
+}
+
+// TestStepByPerf checks that step takes the receive of a message's
+// performative in a byPerf state, whether the performative has a key
+// or not, and reports one no receive of the state has.
+func TestStepByPerf(t *testing.T) {
+	h, err := compileB(t, byPerfPolicy).NewHandler("c1", "b", WithPeers("A", "a"))
+	require.NoError(t, err)
+	var q Queue
+	require.NoError(t, h.Start(time.Time{}, &q))
+	tests := []struct {
+		name, perf, want string
+		code             ErrorCode // of the protocol error step reports, if any
+	}{
+		{"a key", "inform", "s0", ""},
+		{"shorter than a key", "cfp", "s1", ""},
+		{"longer than a key", "not-understood", "s0", ""},
+		{"longer again", "not-understood", "s2", ""},
+		{"of no receive of the state", "cancel", "s2", CodeUnexpected},
+		{"of the same length as one", "inforn", "s2", CodeUnexpected},
+		{"a key again", "inform", "s1", ""},
+		{"the last", "cancel", "end", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q.Reset()
+			m := &forms.Message{Performative: tt.perf, Sender: "a", Receivers: []string{"b"}, ConversationID: "c1"}
+			require.True(t, h.step(&MessageEvent{Message: m}, &q), "step declined")
+			assert.Equal(t, tt.want, h.State(""))
+			var codes []ErrorCode
+			for _, e := range q.Events() {
+				if pe, ok := e.(*ProtocolErrorEvent); ok {
+					codes = append(codes, pe.Code)
+				}
+			}
+			if tt.code == "" {
+				assert.Empty(t, codes, "protocol errors")
+			} else {
+				assert.Equal(t, []ErrorCode{tt.code}, codes, "protocol errors")
+			}
+		})
+	}
+}
+
+// compileB compiles the policy of YAML src for role B.
+func compileB(t *testing.T, src string) *Program {
+	t.Helper()
+	p, ds := policy.LoadYAML("p.yaml", []byte(src))
+	require.False(t, ds.HasErrors(), "%v", ds)
+	prog, ds := Compile(p, "B")
+	require.NotNil(t, prog, "%v", ds)
+	return prog
 }
