@@ -80,7 +80,7 @@ func WithPeers(role string, agents ...string) HandlerOption {
 		if len(agents) != 1 {
 			return fmt.Errorf("engine: WithPeers: role %s is not many, so one agent plays it, not %d", policy.Quote(role), len(agents))
 		}
-		h.peers()[idx] = agents[0]
+		*h.peer(idx) = agents[0]
 		return nil
 	}
 }

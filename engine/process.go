@@ -786,18 +786,19 @@ func (h *Handler) take(i int, choice string, content map[string]any, replyBy tim
 		h.protocolError(out, at, CodeInvalidContent, i, nil, false, "the decision's content does not fit: %v", err)
 		return false, nil
 	}
-	budgeted := group
-	if budgeted == nil {
-		budgeted = []int{i}
+	single := group == nil
+	one := [1]int{i}
+	if single {
+		group = one[:] // on the stack: the sessions budgeted, assigned and applied
 	}
-	for _, j := range budgeted {
+	for _, j := range group {
 		if why := h.overBudget(j, t); why != "" {
 			h.protocolError(out, at, CodeBudget, j, nil, false, "%s was not sent: %s", pr.msgs[t.msg].name, why)
 			return false, nil
 		}
 	}
 	var receivers []string
-	if group == nil {
+	if single {
 		agent := h.agentOf(i, t.peer)
 		if agent == "" {
 			return false, fmt.Errorf("engine: no agent plays %s in conversation %s: bind one with WithPeers", pr.roles[t.peer], policy.Quote(h.conv))
@@ -821,9 +822,6 @@ func (h *Handler) take(i int, choice string, content map[string]any, replyBy tim
 		Sender: h.self, Receivers: receivers, ConversationID: h.conv,
 		ReplyWith: rw, InReplyTo: inReplyTo, ReplyBy: replyBy, Protocol: pr.policy.Name,
 	})
-	if group == nil {
-		group = []int{i}
-	}
 	// Assignments can fail at run time: evaluate them before the message
 	// goes out, so that a failure sends nothing and leaves the state as it
 	// was (apply evaluates them again, with the same result).

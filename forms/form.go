@@ -121,8 +121,18 @@ func (f *Form) Validate(content map[string]any) error {
 // field of the type in order, its Position in fields. Any other content
 // (a kind unknown, or that does not fit) is validated by Validate.
 //
-// It reads the type's fields as New found them.
+// It reads the type's fields as New found them. For a type without
+// fields, which Validate passes whatever the content, it is small enough
+// to be inlined and returns nil at once.
 func (f *Form) ValidateKinds(content map[string]any, kinds Kinds, at []int) error {
+	if len(f.fit) == 0 {
+		return nil
+	}
+	return f.validateKinds(content, kinds, at)
+}
+
+// validateKinds is ValidateKinds for a type with fields.
+func (f *Form) validateKinds(content map[string]any, kinds Kinds, at []int) error {
 	if len(at) != len(f.fit) {
 		return f.Validate(content)
 	}

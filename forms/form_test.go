@@ -346,3 +346,31 @@ func TestValidateKindsAgreesWithValidate(t *testing.T) {
 		}
 	}
 }
+
+// A type without fields passes every content, as Validate does, whatever
+// kinds and positions ValidateKinds is given.
+func TestValidateKindsOfATypeWithoutFields(t *testing.T) {
+	f := form(t, "m", "request", nil)
+	other := form(t, "other", "inform", nil, field("a", policy.TypeInt, false))
+	fs := forms.FieldsOf(other, f)
+	tests := []struct {
+		name    string
+		content map[string]any
+		at      []int
+	}{
+		{name: "nil content", content: nil},
+		{name: "empty content", content: map[string]any{}},
+		{name: "a field of another type", content: map[string]any{"a": "not an int"}},
+		{name: "a field no type declares", content: map[string]any{"action": "x"}},
+		{name: "positions of another form", content: map[string]any{"a": 1}, at: []int{0}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			require.NoError(t, f.Validate(tt.content))
+			kinds, err := fs.CheckContentKinds(tt.content, forms.DefaultLimits)
+			require.NoError(t, err)
+			assert.NoError(t, f.ValidateKinds(tt.content, kinds, tt.at))
+			assert.NoError(t, f.ValidateKinds(tt.content, 0, tt.at))
+		})
+	}
+}
