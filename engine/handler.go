@@ -145,18 +145,17 @@ type session struct {
 	// (Program.sharesVars tells): the next assignment that changes it
 	// writes a copy.
 	vars map[string]any
-	// dl, src and cm hold, when the program has at most one of each (its
-	// spillWords are 0), the deadline of the timer the state armed (Unix
-	// nanoseconds; 0 for none), to tell late messages; the latest value
-	// of the deadline source (Unix nanoseconds); and the state of the
-	// commitment. Otherwise spill does, a block the program lays out
-	// (see Program.spillOf), allocated when first needed. Their lengths
-	// are the program's (see Handler.deadlines, srcTimes and commits),
-	// so that the session keeps no slice of them: fewer bytes for each
-	// handler, and no pointer to write as they are set.
-	dl    [1]int64
-	src   [1]int64
-	cm    [1]commitInst
+	// words holds the deadlines of the state's timers (Unix nanoseconds;
+	// 0 for none), to tell late messages, the latest value of each
+	// deadline source (Unix nanoseconds) and the state of each
+	// commitment, laid out by the program (see Program.layOutSpill), when
+	// they fit in it, as they do for every shipped policy but one: then a
+	// session needs no block of its own, and has no pointer to it to
+	// write or for the collector to follow. Otherwise spill does, a block
+	// allocated when first needed. Their lengths are the program's (see
+	// Handler.deadlines, srcTimes and commits), so that the session keeps
+	// no slice of them.
+	words inPlace
 	spill *int64
 	// srcSet and cmSet say that the session has deadline sources and
 	// commitments: none until the first message that sets a deadline

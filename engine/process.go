@@ -891,7 +891,7 @@ func (h *Handler) answerGroup(e *DecisionEvent, out *Queue) error {
 	}
 	list := indexLists.Get().(*[]int)
 	defer putIndexList(list)
-	group := (*list)[:0]
+	group := slices.Grow((*list)[:0], len(h.sessions))
 	for i := range h.sessions {
 		group = append(group, i)
 	}
@@ -916,15 +916,11 @@ func putIndexList(list *[]int) {
 
 // answerJoin applies a join decision: one answer per waiting session.
 func (h *Handler) answerJoin(e *DecisionEvent, out *Queue) error {
-	n := 0
-	for i := range h.sessions {
-		if h.sessions[i].ticket == e.Ticket {
-			n++
-		}
-	}
+	// One pass over the sessions, into room for all of them (a word
+	// each): counting the waiting ones first would be a second pass.
 	list := indexLists.Get().(*[]int)
 	defer putIndexList(list)
-	waiting := slices.Grow((*list)[:0], n)
+	waiting := slices.Grow((*list)[:0], len(h.sessions))
 	for i := range h.sessions {
 		if h.sessions[i].ticket == e.Ticket {
 			waiting = append(waiting, i)

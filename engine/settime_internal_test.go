@@ -112,7 +112,7 @@ func TestEmitTimerWritesTheDeadline(t *testing.T) {
 	}{
 		{name: "no deadline source", s: session{}},
 		{name: "a source not set", s: session{srcSet: true}},
-		{name: "a source set", s: session{srcSet: true, src: [1]int64{read}}},
+		{name: "a source set", s: session{srcSet: true, words: inPlace{src: [1]int64{read}}}},
 	}
 	for _, at := range ats {
 		for _, ss := range sessions {

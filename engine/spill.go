@@ -3,17 +3,40 @@ package engine
 import "unsafe"
 
 // A session keeps the deadlines of its state's timers, the latest value
-// of each deadline source and the state of each commitment in place when
-// the program has at most one of each, and in a block of words (spill)
-// otherwise, which the program lays out: the deadlines from spillDL (as
-// many words as the state with the most timers arms), the sources from
-// spillSrc and the commitments from spillCm (commitWords each).
+// of each deadline source and the state of each commitment in its words.
+// When the program has at most one of each, they are in fixed places
+// there (inPlace's dl, src and cm) and the program lays out none.
+// Otherwise it lays them out in a block of spillWords words: the
+// deadlines from spillDL (as many words as the state with the most
+// timers arms), the sources from spillSrc and the commitments from
+// spillCm (commitWords each). The block is the session's words when it
+// fits in them, as it does for every shipped policy but
+// contract-net-negotiation, and one allocated for the session (spill)
+// otherwise.
 
 // commitWords is the size of a commitInst in words.
 const commitWords = int(unsafe.Sizeof(commitInst{}) / unsafe.Sizeof(int64(0)))
 
+// sessionWords is the size of a session's words: room for the layout of
+// the FIPA Contract Net (a deadline, three sources and a commitment), so
+// that its sessions, thousands in an initiator, allocate no block each.
+const sessionWords = 7
+
+// inPlace is a session's words: the fixed places of a program that lays
+// out nothing (dl, src and cm), or the block of one whose layout fits.
+type inPlace struct {
+	dl   [1]int64
+	src  [1]int64
+	cm   [1]commitInst
+	rest [sessionWords - 2 - commitWords]int64
+}
+
+// inPlace is sessionWords words, with no padding.
+var _ [unsafe.Sizeof(inPlace{}) - 8*sessionWords]struct{}
+var _ [8*sessionWords - unsafe.Sizeof(inPlace{})]struct{}
+
 // layOutSpill sets the program's spill layout: none when every session's
-// deadlines, sources and commitments fit in place.
+// deadlines, sources and commitments fit in their fixed places.
 func (pr *Program) layOutSpill() {
 	arms := 0
 	for k := range pr.states {
@@ -29,14 +52,18 @@ func (pr *Program) layOutSpill() {
 }
 
 // spillAt returns the n words of session s's block from word off,
-// within the block (the program's layout), allocating the block the
-// first time.
+// within the block (the program's layout): the session's words when the
+// block fits in them, else one allocated the first time.
 func (pr *Program) spillAt(s *session, off, n int) unsafe.Pointer {
+	// off, a sum of lengths, and n, a length, are not negative.
+	if uint(off+n) > uint(pr.spillWords) {
+		panic("engine: outside a session's spill") // a bug in the layout, not in any input
+	}
+	if pr.spillWords <= sessionWords {
+		return unsafe.Add(unsafe.Pointer(&s.words), off*8)
+	}
 	if s.spill == nil {
 		s.spill = &make([]int64, pr.spillWords)[0]
-	}
-	if off < 0 || n < 0 || off+n > pr.spillWords {
-		panic("engine: outside a session's spill") // a bug in the layout, not in any input
 	}
 	return unsafe.Add(unsafe.Pointer(s.spill), off*8)
 }
@@ -48,7 +75,7 @@ func (pr *Program) deadlineSlots(s *session, n int) []int64 {
 	case n == 0:
 		return nil
 	case pr.spillWords == 0:
-		return s.dl[:n]
+		return s.words.dl[:n]
 	}
 	return unsafe.Slice((*int64)(pr.spillAt(s, pr.spillDL, n)), n)
 }
@@ -57,7 +84,7 @@ func (pr *Program) deadlineSlots(s *session, n int) []int64 {
 func (pr *Program) srcSlots(s *session) []int64 {
 	n := len(pr.deadlineSrc)
 	if pr.spillWords == 0 {
-		return s.src[:n]
+		return s.words.src[:n]
 	}
 	return unsafe.Slice((*int64)(pr.spillAt(s, pr.spillSrc, n)), n)
 }
@@ -66,7 +93,7 @@ func (pr *Program) srcSlots(s *session) []int64 {
 func (pr *Program) commitSlots(s *session) []commitInst {
 	n := len(pr.commits)
 	if pr.spillWords == 0 || n == 0 {
-		return s.cm[:n]
+		return s.words.cm[:n]
 	}
 	return unsafe.Slice((*commitInst)(pr.spillAt(s, pr.spillCm, commitWords*n)), n)
 }

@@ -14,9 +14,10 @@ import (
 // the program lays out, for every program TestStepIsReceived runs: each
 // has the program's length, and a value written to any one of them is
 // read back from it after all have been written, so none overlaps
-// another.
+// another; and the block is the session's words when it fits in them,
+// one allocated otherwise.
 func TestSpillKeepsEachValue(t *testing.T) {
-	spilled := 0
+	spilled, allocated := 0, 0
 	for name, p := range stepPolicies(t) {
 		for _, role := range p.Roles {
 			prog, _ := Compile(p, role.Name, WithPolicies(policies.Resolve))
@@ -26,6 +27,9 @@ func TestSpillKeepsEachValue(t *testing.T) {
 			t.Run(name+"/"+role.Name, func(t *testing.T) {
 				if prog.spillWords > 0 {
 					spilled++
+				}
+				if prog.spillWords > sessionWords {
+					allocated++
 				}
 				s := newSession("")
 				arms := 0
@@ -62,8 +66,11 @@ func TestSpillKeepsEachValue(t *testing.T) {
 					assert.Equal(t, commitInst{state: phaseDetached, epoch: uint64(v), deadline: v + 1}, c, "commitment %d", j)
 					v += 2
 				}
+				assert.Equal(t, prog.spillWords > sessionWords, s.spill != nil, "an allocated block for %d words", prog.spillWords)
 			})
 		}
 	}
 	assert.Positive(t, spilled, "programs that spill")
+	assert.Positive(t, allocated, "programs whose spill does not fit in a session's words")
+	assert.Less(t, allocated, spilled, "programs whose spill fits in a session's words")
 }
