@@ -13,7 +13,7 @@ import (
 // (and keeps them in snapshots); timeouts and children's returns are
 // counted but never refused.
 func (h *Handler) overBudget(i int, t *transProg) string {
-	if pr := h.prog; pr.budgetMessages == 0 && pr.budgetVisits == 0 {
+	if !h.prog.budgeted {
 		return ""
 	}
 	return h.budgetSpent(i, t)
