@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/binary"
 	"strconv"
 	"time"
 	"unsafe"
@@ -235,38 +236,60 @@ func (q *Queue) replyWith(conv, self string, n uint64) string {
 	if cap(q.replyWiths)-len(q.replyWiths) < need {
 		q.replyWiths = make([]byte, 0, replyWithBlock) // the old block stays with its strings
 	}
-	// Written in place, within the capacity: no append checks it again.
+	// The need bytes from start are within the block's capacity: they
+	// are written through p, without a bounds check for each.
 	start := len(q.replyWiths)
-	b := q.replyWiths[start : start+need]
-	k := putString(b, conv)
-	b[k] = '/'
-	k++
-	k += putString(b[k:], self)
-	b[k] = '#'
+	p := unsafe.Add(unsafe.Pointer(unsafe.SliceData(q.replyWiths)), start)
+	putString(p, conv)
+	k := len(conv)
+	*(*byte)(unsafe.Add(p, k)) = '/'
+	putString(unsafe.Add(p, k+1), self)
+	k += 1 + len(self)
+	*(*byte)(unsafe.Add(p, k)) = '#'
 	k++
 	if n < 10 { // the first messages of a conversation
-		b[k] = byte('0' + n)
+		*(*byte)(unsafe.Add(p, k)) = byte('0' + n)
 		k++
 	} else {
-		k = len(strconv.AppendUint(b[:k], n, 10))
+		k = len(strconv.AppendUint(q.replyWiths[start:start+k:start+need], n, 10))
 	}
 	q.replyWiths = q.replyWiths[:start+k]
-	return unsafe.String(&b[0], k)
+	return unsafe.String((*byte)(p), k)
 }
 
-// putString copies s to the start of b, which has room for it, and
-// returns its length: byte by byte when it is short (conversation ids
-// and agent names mostly are), which costs less than the call of the
-// runtime that copy makes, and the spills around it.
-func putString(b []byte, s string) int {
-	if len(s) > 16 {
-		return copy(b, s)
+// putString copies s to p, which has room for it. A short s
+// (conversation ids and agent names mostly are) is copied as two words
+// that overlap, its first bytes and its last, which costs less than the
+// call of the runtime that copy makes, or a loop over its bytes.
+func putString(p unsafe.Pointer, s string) {
+	switch n := len(s); {
+	case n > 16:
+		copy(unsafe.Slice((*byte)(p), n), s)
+	case n >= 8:
+		binary.LittleEndian.PutUint64((*[8]byte)(p)[:], word64(s[:8]))
+		binary.LittleEndian.PutUint64((*[8]byte)(unsafe.Add(p, n-8))[:], word64(s[n-8:]))
+	case n >= 4:
+		binary.LittleEndian.PutUint32((*[4]byte)(p)[:], word32(s[:4]))
+		binary.LittleEndian.PutUint32((*[4]byte)(unsafe.Add(p, n-4))[:], word32(s[n-4:]))
+	case n >= 2:
+		binary.LittleEndian.PutUint16((*[2]byte)(p)[:], uint16(s[0])|uint16(s[1])<<8)
+		binary.LittleEndian.PutUint16((*[2]byte)(unsafe.Add(p, n-2))[:], uint16(s[n-2])|uint16(s[n-1])<<8)
+	case n == 1:
+		*(*byte)(p) = s[0]
 	}
-	b = b[:len(s)]
-	for i := range b {
-		b[i] = s[i]
-	}
-	return len(s)
+}
+
+// word64 returns the first 8 bytes of s, little-endian: one load.
+func word64(s string) uint64 {
+	_ = s[7]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+}
+
+// word32 returns the first 4 bytes of s, little-endian: one load.
+func word32(s string) uint32 {
+	_ = s[3]
+	return uint32(s[0]) | uint32(s[1])<<8 | uint32(s[2])<<16 | uint32(s[3])<<24
 }
 
 // reasonOf returns b as a string: the last one it returned when b spells

@@ -48,3 +48,18 @@ func TestReplyWithOfTheLargestCount(t *testing.T) {
 	assert.Equal(t, "c/a#18446744073709551615", a)
 	assert.Equal(t, "c/a#2", b)
 }
+
+// Names of every length, those copied as two words that overlap and
+// those copied by copy, spell the reply-with concatenation does, and
+// leave the reply-withs cut before them as they were.
+func TestReplyWithOfNamesOfEveryLength(t *testing.T) {
+	const letters = "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	var q Queue
+	var got, want []string
+	for n := range 41 {
+		conv, self := letters[:n], letters[len(letters)-n:]
+		got = append(got, q.replyWith(conv, self, uint64(n)), q.replyWith(self, conv, 7))
+		want = append(want, conv+"/"+self+"#"+strconv.Itoa(n), self+"/"+conv+"#7")
+	}
+	assert.Equal(t, want, got)
+}
