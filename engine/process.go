@@ -818,7 +818,7 @@ func (h *Handler) take(i int, choice string, content map[string]any, replyBy tim
 		inReplyTo = "" // the last message received came from another peer
 	}
 	// The content was validated above.
-	form.Fill(msg, content, forms.Params{
+	form.FillWith(msg, content, &forms.Params{
 		Sender: h.self, Receivers: receivers, ConversationID: h.conv,
 		ReplyWith: rw, InReplyTo: inReplyTo, ReplyBy: replyBy, Protocol: pr.policy.Name,
 	})

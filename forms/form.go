@@ -305,6 +305,13 @@ func (f *Form) Build(m *Message, content map[string]any, p Params) error {
 // A field already holding its value is not written again (see package
 // reuse): a message reused for the next one keeps most of it.
 func (f *Form) Fill(m *Message, content map[string]any, p Params) {
+	f.FillWith(m, content, &p)
+}
+
+// FillWith is Fill with the parameters passed by pointer, which it only
+// reads: a caller that builds them for each message it sends passes a
+// word, where a Params is sixteen, copied to the call's arguments.
+func (f *Form) FillWith(m *Message, content map[string]any, p *Params) {
 	reuse.String(&m.Performative, f.Type.Performative)
 	reuse.String(&m.Sender, p.Sender)
 	reuse.Slice(&m.Receivers, p.Receivers)

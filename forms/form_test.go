@@ -234,6 +234,20 @@ func TestBuild(t *testing.T) {
 		require.NoError(t, f.Build(&want, map[string]any{"n": 2}, p))
 		assert.Equal(t, want, m)
 	})
+	t.Run("FillWith is Fill", func(t *testing.T) {
+		f := form(t, "inform", "inform", nil, field("n", policy.TypeInt, false))
+		content := map[string]any{"n": 1}
+		for _, p := range []forms.Params{params, {Sender: "alice"}} {
+			var want, got forms.Message
+			fillEveryField(t, &want, replyBy)
+			fillEveryField(t, &got, replyBy)
+			f.Fill(&want, content, p)
+			before := p
+			f.FillWith(&got, content, &p)
+			assert.Equal(t, want, got)
+			assert.Equal(t, before, p, "FillWith only reads the parameters")
+		}
+	})
 }
 
 func TestTime(t *testing.T) {
