@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/parleyhq/parley/decision"
 	"github.com/parleyhq/parley/forms"
@@ -797,19 +798,24 @@ func (h *Handler) take(i int, choice string, content map[string]any, replyBy tim
 			return false, nil
 		}
 	}
+	// The receivers are shared and read-only: no copy.
 	var receivers []string
-	if single {
-		agent := h.agentOf(i, t.peer)
-		if agent == "" {
-			return false, fmt.Errorf("engine: no agent plays %s in conversation %s: bind one with WithPeers", pr.roles[t.peer], policy.Quote(h.conv))
-		}
-		if t.peer == pr.manyRole {
-			receivers = h.many.peers.receivers(i) // shared, read-only: no copy
-		} else {
-			receivers = h.peers()[t.peer : t.peer+1 : t.peer+1] // shared, read-only: no copy
-		}
-	} else {
+	switch {
+	case !single:
 		receivers = h.groupReceivers(group)
+	case t.peer == pr.manyRole:
+		if h.sessions[i].peer == "" {
+			return false, h.noAgent(t.peer)
+		}
+		receivers = h.many.peers.receivers(i)
+	default:
+		// The agent that plays the role, as h.peers()[t.peer:t.peer+1]
+		// holds it, looked up once.
+		p := h.peer(t.peer)
+		if *p == "" {
+			return false, h.noAgent(t.peer)
+		}
+		receivers = unsafe.Slice(p, 1)
 	}
 	msg := out.bodies.next(&out.dirty) // Fill overwrites all of it
 	rw := h.outboundReplyWith(out)
@@ -851,6 +857,11 @@ func (h *Handler) take(i int, choice string, content map[string]any, replyBy tim
 		h.apply(j, t, msg, &at, out, true)
 	}
 	return true, nil
+}
+
+// noAgent is the error of a send to role r, which no agent plays.
+func (h *Handler) noAgent(r int) error {
+	return fmt.Errorf("engine: no agent plays %s in conversation %s: bind one with WithPeers", h.prog.roles[r], policy.Quote(h.conv))
 }
 
 // groupReceivers returns the peers of the sessions in group, in order:
