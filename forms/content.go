@@ -235,14 +235,14 @@ func (fs *Fields) absent() Kinds {
 // would decide of it. Anything else is checked by checkContent, as
 // before; the kinds are unknown either way, as checkContent leaves them.
 func (fs *Fields) check(content map[string]any, l Limits, want int) (Kinds, any, error) {
-	if len(content) > len(fs.names) && (len(content) > len(fs.names)+1 || fs.learned() == nil) {
-		return 0, nil, fs.checkLearning(content, l)
-	}
 	if len(content) == 1 && fs.other != nil {
 		if len(fs.names) == 0 { // then its one field is none of them
 			return 0, nil, fs.checkOther(content, l, 0, 0)
 		}
 		return fs.checkOne(content, l, want)
+	}
+	if len(content) > len(fs.names) && (len(content) > len(fs.names)+1 || fs.learned() == nil) {
+		return 0, nil, fs.checkLearning(content, l)
 	}
 	found, bytes := 0, 0
 	var kinds Kinds

@@ -514,3 +514,18 @@ func TestFieldsCheckOneFieldWhateverCameBefore(t *testing.T) {
 		}
 	}
 }
+
+// The zero Fields, which learns no name, gives CheckContent's answer:
+// content of one field, which a Fields of FieldsOf looks up, is checked
+// by iterating.
+func TestZeroFieldsCheckContent(t *testing.T) {
+	for _, tt := range contentCases() {
+		t.Run(tt.name, func(t *testing.T) {
+			var fields forms.Fields
+			want := forms.CheckContent(tt.content, tt.limits)
+			for range 3 {
+				assert.Equal(t, want, fields.CheckContent(tt.content, tt.limits))
+			}
+		})
+	}
+}
