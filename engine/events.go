@@ -257,16 +257,18 @@ func (q *Queue) replyWith(conv, self string, n uint64) string {
 	return unsafe.String((*byte)(p), k)
 }
 
-// putString copies s to p, which has room for it. A short s
-// (conversation ids and agent names mostly are) is copied as two words
-// that overlap, its first bytes and its last, which costs less than the
-// call of the runtime that copy makes, or a loop over its bytes.
+// putString copies s to p, which has room for it, a word at a time: one
+// of 8 bytes or more as 8-byte words, the last of which overlaps the one
+// before it, a shorter one as two words that overlap, its first bytes
+// and its last. Conversation ids and agent names are mostly short: that
+// costs less than a loop over their bytes, or the call of the runtime
+// that copy makes (putString calls nothing, so needs no frame).
 func putString(p unsafe.Pointer, s string) {
 	switch n := len(s); {
-	case n > 16:
-		copy(unsafe.Slice((*byte)(p), n), s)
 	case n >= 8:
-		binary.LittleEndian.PutUint64((*[8]byte)(p)[:], word64(s[:8]))
+		for k := 0; k < n-8; k += 8 {
+			binary.LittleEndian.PutUint64((*[8]byte)(unsafe.Add(p, k))[:], word64(s[k:]))
+		}
 		binary.LittleEndian.PutUint64((*[8]byte)(unsafe.Add(p, n-8))[:], word64(s[n-8:]))
 	case n >= 4:
 		binary.LittleEndian.PutUint32((*[4]byte)(p)[:], word32(s[:4]))
