@@ -655,38 +655,56 @@ func addWords(w *timeWords, d time.Duration) (wall uint64, ext int64, ok bool) {
 // after at, the common case, emitTimer adds the duration as addTime
 // does, into the event's words, and reads the nanoseconds off them: no
 // time.Time is built or passed.
+//
+// It calls nothing but from where it returns what the call returns:
+// when its pool or the events have no room (emitTimerGrow makes it) and
+// for a deadline addWords does not compute (timerDeadline). Nothing it
+// holds is live across a call, so that it keeps its arguments in
+// registers, where a call it returned from would have them saved on
+// entry and loaded again after.
 func (h *Handler) emitTimer(out *Queue, op TimerOp, at *time.Time, k int, c *commitProg, i int, epoch uint64) int64 {
-	timers, commitment := &out.timers, ""
+	timers := &out.timers
 	if c != nil {
-		timers, commitment = &out.commitTimers, c.name
+		timers = &out.commitTimers
 	}
-	t := &h.prog.timers[k]
-	e := timers.next(&out.dirty) // every field is written
-	setTime(&e.At, *at)
+	items, j, events := timers.items, timers.n, out.events
+	n := len(events)
+	if uint(j) >= uint(len(items)) || n >= cap(events) {
+		return h.emitTimerGrow(out, op, at, k, c, i, epoch)
+	}
+	e := &items[j] // every field is written
+	timers.n = j + 1
+	out.dirty = true
+	// As emit appends, within the capacity, and then sets the length
+	// alone: the array is the one out.events has.
+	events[:n+1][n] = e
+	out.events = out.events[:n+1]
 	e.Op = op
-	reuse.String(&e.Name, t.name)
+	e.Epoch = epoch
+	commitment := ""
+	if c != nil {
+		commitment = c.name
+	}
 	reuse.String(&e.Commitment, commitment)
 	reuse.String(&e.Session, h.sessionName(i))
-	e.Epoch = epoch
-	out.emit(e)
+	setTime(&e.At, *at)
+	t := &h.prog.timers[k]
+	reuse.String(&e.Name, t.name)
 	if op != TimerSet {
 		setTime(&e.Deadline, time.Time{})
 		return 0
 	}
-	s := &h.sessions[i]
 	d := t.after
 	if t.src >= 0 {
 		d = t.fallback
-		if s.srcSet && h.prog.srcSlots(s)[t.src] != 0 {
+		if s := &h.sessions[i]; s.srcSet && h.prog.srcSlots(s)[t.src] != 0 {
 			d = -1 // a time from a message, which deadline reads
 		}
 	}
 	w := (*timeWords)(unsafe.Pointer(at))
 	wall, ext, ok := addWords(w, d)
 	if !ok {
-		v := h.deadline(s, k, *at)
-		setTime(&e.Deadline, v)
-		return nanos(v)
+		return h.timerDeadline(e, i, k, at)
 	}
 	dw := (*timeWords)(unsafe.Pointer(&e.Deadline))
 	dw.wall, dw.ext = wall, ext
@@ -699,6 +717,28 @@ func (h *Handler) emitTimer(out *Queue, op TimerOp, at *time.Time, k int, c *com
 		return u*1e9 + int64(wall)
 	}
 	return 0
+}
+
+// emitTimerGrow makes room for one more event in the timer pool
+// emitTimer takes from (the commitments' when c is set) and in the
+// events, and then emits the timer with emitTimer.
+func (h *Handler) emitTimerGrow(out *Queue, op TimerOp, at *time.Time, k int, c *commitProg, i int, epoch uint64) int64 {
+	timers := &out.timers
+	if c != nil {
+		timers = &out.commitTimers
+	}
+	timers.grow()
+	out.events = slices.Grow(out.events, 1)
+	return h.emitTimer(out, op, at, k, c, i, epoch)
+}
+
+// timerDeadline writes the deadline of timer k of session i, armed at
+// at, into e, which emitTimer emits, and returns it as nanos does: for
+// a deadline that is not at plus a duration addWords computes.
+func (h *Handler) timerDeadline(e *TimerEvent, i, k int, at *time.Time) int64 {
+	v := h.deadline(&h.sessions[i], k, *at)
+	setTime(&e.Deadline, v)
+	return nanos(v)
 }
 
 // unixToInternal is the time package's: the seconds from the year 1 to
