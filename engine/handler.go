@@ -829,14 +829,34 @@ func (h *Handler) fillDecision(e *DecisionEvent, i int, ticket uint64) {
 	e.clearAnswer()
 }
 
-// raise asks for a decision for session i.
+// raise asks for a decision for session i. Like emitTimer, it takes
+// its event and its place in the events itself, has raiseGrow make room
+// when there is none, and emits the event before fillDecision fills it:
+// nothing it holds is live across a call.
 func (h *Handler) raise(i int, at *time.Time, out *Queue) {
+	items, j, events := out.decisions.items, out.decisions.n, out.events
+	n := len(events)
+	if uint(j) >= uint(len(items)) || n >= cap(events) {
+		h.raiseGrow(i, at, out)
+		return
+	}
+	e := &items[j] // every field is written
+	out.decisions.n = j + 1
+	out.dirty = true
+	events[:n+1][n] = e // as emitTimer
+	out.events = out.events[:n+1]
+	setTime(&e.At, *at)
 	t := h.ticketFor(i)
 	h.sessions[i].ticket = t
-	e := out.decisions.next(&out.dirty) // every field is written
-	setTime(&e.At, *at)
 	h.fillDecision(e, i, t)
-	out.emit(e)
+}
+
+// raiseGrow makes room for one more decision and event, and raises the
+// decision with raise.
+func (h *Handler) raiseGrow(i int, at *time.Time, out *Queue) {
+	out.decisions.grow()
+	out.events = slices.Grow(out.events, 1)
+	h.raise(i, at, out)
 }
 
 // clearAnswer zeroes the Answer of an output decision taken from the
