@@ -863,7 +863,11 @@ func (h *Handler) raiseGrow(i int, at *time.Time, out *Queue) {
 // queue's pool, where a caller may have written one since: it is zero
 // there almost always, and then its pointers are not written.
 func (e *DecisionEvent) clearAnswer() {
-	if a := &e.Answer; a.Choice != "" || a.Content != nil || a.ReplyBy != (time.Time{}) || a.Sessions != nil {
+	a := &e.Answer
+	// a.ReplyBy != time.Time{}, word by word, where == compares it with
+	// a zero time in memory.
+	r := (*timeWords)(unsafe.Pointer(&a.ReplyBy))
+	if len(a.Choice) != 0 || a.Content != nil || r.wall|uint64(r.ext) != 0 || r.loc != nil || a.Sessions != nil {
 		*a = decision.Answer{}
 	}
 }

@@ -66,3 +66,27 @@ func TestRaiseEmitsWhateverRoomTheQueueHas(t *testing.T) {
 		})
 	}
 }
+
+// clearAnswer zeroes an Answer that has any field set, and leaves a
+// zero one as it is.
+func TestClearAnswerClearsEachField(t *testing.T) {
+	tests := []struct {
+		name   string
+		answer decision.Answer
+	}{
+		{name: "zero"},
+		{name: "a choice", answer: decision.Answer{Choice: "go"}},
+		{name: "content", answer: decision.Answer{Content: map[string]any{}}},
+		{name: "a reply-by's clock", answer: decision.Answer{ReplyBy: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}},
+		{name: "a reply-by's nanoseconds alone", answer: decision.Answer{ReplyBy: time.Time{}.Add(1)}},
+		{name: "a reply-by's location alone", answer: decision.Answer{ReplyBy: time.Time{}.In(time.FixedZone("X", 3600))}},
+		{name: "sessions", answer: decision.Answer{Sessions: map[string]decision.SessionAnswer{}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := DecisionEvent{Answer: tt.answer}
+			e.clearAnswer()
+			assert.Equal(t, decision.Answer{}, e.Answer)
+		})
+	}
+}
