@@ -686,9 +686,14 @@ func (h *Handler) emitTimer(out *Queue, op TimerOp, at *time.Time, k int, c *com
 		commitment = c.name
 	}
 	reuse.String(&e.Commitment, commitment)
-	reuse.String(&e.Session, h.sessionName(i))
+	pr := h.prog
+	session := "" // h.sessionName(i), reading h.prog once
+	if pr.manyRole >= 0 {
+		session = h.sessions[i].peer
+	}
+	reuse.String(&e.Session, session)
 	setTime(&e.At, *at)
-	t := &h.prog.timers[k]
+	t := &pr.timers[k]
 	reuse.String(&e.Name, t.name)
 	if op != TimerSet {
 		setTime(&e.Deadline, time.Time{})
