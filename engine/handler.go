@@ -559,6 +559,9 @@ func (h *Handler) enter(i, st int, at *time.Time, out *Queue, inGroup bool) {
 		h.many.atJoin++
 	case len(sp.sends) > 0 && !inGroup:
 		h.raise(i, at, out)
+		if pr.manyRole < 0 {
+			return // no join to check, and nothing else to keep
+		}
 	}
 	if pr.manyRole >= 0 {
 		h.checkJoin(*at, out)
