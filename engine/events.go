@@ -391,4 +391,13 @@ func (p *pool[T]) next(dirty *bool) *T {
 	return x
 }
 
+// grow makes room for one more element when every element is handed
+// out, for a caller that takes the next one itself.
+func (p *pool[T]) grow() {
+	if p.n >= len(p.items) {
+		var zero T
+		p.items = append(p.items, zero)
+	}
+}
+
 func (p *pool[T]) reset() { p.n = 0 }

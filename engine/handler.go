@@ -559,6 +559,9 @@ func (h *Handler) enter(i, st int, at *time.Time, out *Queue, inGroup bool) {
 		h.many.atJoin++
 	case len(sp.sends) > 0 && !inGroup:
 		h.raise(i, at, out)
+		if pr.manyRole < 0 {
+			return // no join to check, and nothing else to keep
+		}
 	}
 	if pr.manyRole >= 0 {
 		h.checkJoin(*at, out)
@@ -655,38 +658,61 @@ func addWords(w *timeWords, d time.Duration) (wall uint64, ext int64, ok bool) {
 // after at, the common case, emitTimer adds the duration as addTime
 // does, into the event's words, and reads the nanoseconds off them: no
 // time.Time is built or passed.
+//
+// It calls nothing but from where it returns what the call returns:
+// when its pool or the events have no room (emitTimerGrow makes it) and
+// for a deadline addWords does not compute (timerDeadline). Nothing it
+// holds is live across a call, so that it keeps its arguments in
+// registers, where a call it returned from would have them saved on
+// entry and loaded again after.
 func (h *Handler) emitTimer(out *Queue, op TimerOp, at *time.Time, k int, c *commitProg, i int, epoch uint64) int64 {
-	timers, commitment := &out.timers, ""
+	timers := &out.timers
 	if c != nil {
-		timers, commitment = &out.commitTimers, c.name
+		timers = &out.commitTimers
 	}
-	t := &h.prog.timers[k]
-	e := timers.next(&out.dirty) // every field is written
-	setTime(&e.At, *at)
+	items, j, events := timers.items, timers.n, out.events
+	n := len(events)
+	if uint(j) >= uint(len(items)) || n >= cap(events) {
+		return h.emitTimerGrow(out, op, at, k, c, i, epoch)
+	}
+	e := &items[j] // every field is written
+	timers.n = j + 1
+	out.dirty = true
+	// As emit appends, within the capacity, and then sets the length
+	// alone: the array is the one out.events has.
+	events[:n+1][n] = e
+	out.events = out.events[:n+1]
 	e.Op = op
-	reuse.String(&e.Name, t.name)
-	reuse.String(&e.Commitment, commitment)
-	reuse.String(&e.Session, h.sessionName(i))
 	e.Epoch = epoch
-	out.emit(e)
+	commitment := ""
+	if c != nil {
+		commitment = c.name
+	}
+	reuse.String(&e.Commitment, commitment)
+	pr := h.prog
+	session := "" // h.sessionName(i), reading h.prog once
+	if pr.manyRole >= 0 {
+		session = h.sessions[i].peer
+	}
+	reuse.String(&e.Session, session)
+	setTime(&e.At, *at)
+	t := &pr.timers[k]
+	reuse.String(&e.Name, t.name)
 	if op != TimerSet {
 		setTime(&e.Deadline, time.Time{})
 		return 0
 	}
-	s := &h.sessions[i]
 	d := t.after
 	if t.src >= 0 {
 		d = t.fallback
-		if s.srcSet && h.prog.srcSlots(s)[t.src] != 0 {
+		if s := &h.sessions[i]; s.srcSet && h.prog.srcSlots(s)[t.src] != 0 {
 			d = -1 // a time from a message, which deadline reads
 		}
 	}
 	w := (*timeWords)(unsafe.Pointer(at))
 	wall, ext, ok := addWords(w, d)
 	if !ok {
-		v := h.deadline(s, k, *at)
-		setTime(&e.Deadline, v)
-		return nanos(v)
+		return h.timerDeadline(e, i, k, at)
 	}
 	dw := (*timeWords)(unsafe.Pointer(&e.Deadline))
 	dw.wall, dw.ext = wall, ext
@@ -699,6 +725,28 @@ func (h *Handler) emitTimer(out *Queue, op TimerOp, at *time.Time, k int, c *com
 		return u*1e9 + int64(wall)
 	}
 	return 0
+}
+
+// emitTimerGrow makes room for one more event in the timer pool
+// emitTimer takes from (the commitments' when c is set) and in the
+// events, and then emits the timer with emitTimer.
+func (h *Handler) emitTimerGrow(out *Queue, op TimerOp, at *time.Time, k int, c *commitProg, i int, epoch uint64) int64 {
+	timers := &out.timers
+	if c != nil {
+		timers = &out.commitTimers
+	}
+	timers.grow()
+	out.events = slices.Grow(out.events, 1)
+	return h.emitTimer(out, op, at, k, c, i, epoch)
+}
+
+// timerDeadline writes the deadline of timer k of session i, armed at
+// at, into e, which emitTimer emits, and returns it as nanos does: for
+// a deadline that is not at plus a duration addWords computes.
+func (h *Handler) timerDeadline(e *TimerEvent, i, k int, at *time.Time) int64 {
+	v := h.deadline(&h.sessions[i], k, *at)
+	setTime(&e.Deadline, v)
+	return nanos(v)
 }
 
 // unixToInternal is the time package's: the seconds from the year 1 to
@@ -789,21 +837,45 @@ func (h *Handler) fillDecision(e *DecisionEvent, i int, ticket uint64) {
 	e.clearAnswer()
 }
 
-// raise asks for a decision for session i.
+// raise asks for a decision for session i. Like emitTimer, it takes
+// its event and its place in the events itself, has raiseGrow make room
+// when there is none, and emits the event before fillDecision fills it:
+// nothing it holds is live across a call.
 func (h *Handler) raise(i int, at *time.Time, out *Queue) {
+	items, j, events := out.decisions.items, out.decisions.n, out.events
+	n := len(events)
+	if uint(j) >= uint(len(items)) || n >= cap(events) {
+		h.raiseGrow(i, at, out)
+		return
+	}
+	e := &items[j] // every field is written
+	out.decisions.n = j + 1
+	out.dirty = true
+	events[:n+1][n] = e // as emitTimer
+	out.events = out.events[:n+1]
+	setTime(&e.At, *at)
 	t := h.ticketFor(i)
 	h.sessions[i].ticket = t
-	e := out.decisions.next(&out.dirty) // every field is written
-	setTime(&e.At, *at)
 	h.fillDecision(e, i, t)
-	out.emit(e)
+}
+
+// raiseGrow makes room for one more decision and event, and raises the
+// decision with raise.
+func (h *Handler) raiseGrow(i int, at *time.Time, out *Queue) {
+	out.decisions.grow()
+	out.events = slices.Grow(out.events, 1)
+	h.raise(i, at, out)
 }
 
 // clearAnswer zeroes the Answer of an output decision taken from the
 // queue's pool, where a caller may have written one since: it is zero
 // there almost always, and then its pointers are not written.
 func (e *DecisionEvent) clearAnswer() {
-	if a := &e.Answer; a.Choice != "" || a.Content != nil || a.ReplyBy != (time.Time{}) || a.Sessions != nil {
+	a := &e.Answer
+	// a.ReplyBy != time.Time{}, word by word, where == compares it with
+	// a zero time in memory.
+	r := (*timeWords)(unsafe.Pointer(&a.ReplyBy))
+	if len(a.Choice) != 0 || a.Content != nil || r.wall|uint64(r.ext) != 0 || r.loc != nil || a.Sessions != nil {
 		*a = decision.Answer{}
 	}
 }

@@ -140,3 +140,61 @@ func TestEmitTimerWritesTheDeadline(t *testing.T) {
 		}
 	}
 }
+
+// emitTimer takes its event and its place in the events itself when
+// both have room, and has emitTimerGrow make it when either has none:
+// whichever it is, the event is every field the timer's, it follows the
+// events emitted before, and Reset hands the pool's element out again.
+func TestEmitTimerEmitsWhateverRoomTheQueueHas(t *testing.T) {
+	pr := &Program{
+		timers:   []timerProg{{name: "a", after: time.Minute, src: -1}, {name: "b", after: time.Second, src: -1}},
+		commits:  []commitProg{{name: "c", expires: 0, deadline: 1}},
+		manyRole: -1,
+	}
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name              string
+		poolRoom, evsRoom bool
+		commit            bool
+	}{
+		{name: "room in both", poolRoom: true, evsRoom: true},
+		{name: "no element in the pool", evsRoom: true},
+		{name: "no room in the events", poolRoom: true},
+		{name: "room in neither"},
+		{name: "a commitment's, room in both", poolRoom: true, evsRoom: true, commit: true},
+		{name: "a commitment's, room in neither", commit: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := &Handler{prog: pr, sessions: []session{{}}}
+			var q Queue
+			pool, c, commitment := &q.timers, (*commitProg)(nil), ""
+			if tt.commit {
+				pool, c, commitment = &q.commitTimers, &pr.commits[0], "c"
+			}
+			// A first step leaves a stale event in the pool's first element.
+			h.emitTimer(&q, TimerSet, &at, 1, c, 0, 1)
+			q.Reset()
+			if !tt.poolRoom {
+				pool.items = pool.items[:0:0]
+			}
+			first := &MessageEvent{}
+			q.events = append(make([]Event, 0, 2), first)
+			if !tt.evsRoom {
+				q.events = q.events[:1:1]
+			}
+			n := h.emitTimer(&q, TimerSet, &at, 0, c, 0, 9)
+			assert.Equal(t, at.Add(time.Minute).UnixNano(), n)
+			require.Len(t, q.Events(), 2)
+			assert.Same(t, first, q.Events()[0])
+			want := TimerEvent{At: at, Op: TimerSet, Name: "a", Commitment: commitment, Deadline: at.Add(time.Minute), Epoch: 9}
+			assert.Equal(t, &want, q.Events()[1])
+			require.NotEmpty(t, pool.items)
+			assert.Same(t, &pool.items[0], q.Events()[1], "the pool's first element")
+			assert.Equal(t, 1, pool.n)
+			assert.True(t, q.dirty)
+			q.Reset()
+			assert.Equal(t, 0, pool.n)
+		})
+	}
+}
