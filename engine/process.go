@@ -96,7 +96,7 @@ func (h *Handler) boundTo(i, r int, agent string) bool {
 // otherConversation reports whether m belongs to another conversation
 // than the handler's (an empty id on either side belongs to any).
 func (h *Handler) otherConversation(m *forms.Message) bool {
-	return m.ConversationID != "" && h.conv != "" && m.ConversationID != h.conv
+	return m.ConversationID != "" && h.conv != "" && !sameString(m.ConversationID, h.conv)
 }
 
 // hasMatchRule reports whether a form of list has a match rule.

@@ -114,6 +114,10 @@ type stateProg struct {
 	// guardField is the guardAt of the first receive that has one, or
 	// -1: step has the limit check return the value of that field.
 	guardField int
+	// plain says that the state is byPerf, not terminal and arms no
+	// timers, in a program without a run budget: step decides a message
+	// without content there itself (see planSteps).
+	plain bool
 }
 
 type transProg struct {
@@ -171,6 +175,9 @@ type transProg struct {
 	// are what the rule gives with the field and without it.
 	presenceAt          int
 	ifPresent, ifAbsent bool
+	// plain says that the transition, a receive, is quiet and its form
+	// declares no fields (see planSteps).
+	plain bool
 }
 
 type setProg struct {

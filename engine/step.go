@@ -3,6 +3,7 @@ package engine
 import (
 	"slices"
 	"time"
+	"unsafe"
 
 	"github.com/parleyhq/parley/forms"
 )
@@ -17,29 +18,72 @@ import (
 // then takes the transition as received does; a quiet one (see
 // transProg) without the calls of apply and enter that would find
 // nothing more to do. A message no transition of the state takes, the
-// most common violation, it holds or reports as received does. When
-// another check fails or the case is another, it reports false having
-// changed nothing (as for a message sent, or an event without one), and
-// Process hands e to dispatch, whose received makes the checks again
-// and reports what fails.
-func (h *Handler) step(e *MessageEvent, out *Queue) bool {
+// most common violation, it holds or reports as received does. Then it
+// delivers the messages held, as Process does after any input. When
+// another check fails or the case is another, it hands e to next (for
+// Process, process) having changed nothing (as for a message sent, or
+// an event without one), and returns what next does: dispatch's
+// received makes the checks again and reports what fails.
+//
+// step itself decides, without a call, the simplest case (a plain state,
+// a message without content or in-reply-to whose conversation id and
+// sender are the very strings the handler holds), in which most of those
+// checks have nothing to look at; stepChecked makes them all. Handing e
+// on, rather than returning, lets Process return what step does without
+// keeping its arguments across the call.
+func (h *Handler) step(e *MessageEvent, out *Queue, next func(*Handler, Event, *Queue) error) error {
 	m := e.Message
-	if m == nil || e.Sent || h.done {
-		return false
+	if m == nil || e.Sent || h.done || !h.started {
+		return next(h, e, out)
 	}
 	pr := h.prog
 	// A handler without a many role keeps its one session in h.one.
 	s := &h.one[0]
-	if pr.manyRole >= 0 || s.state < 0 || h.otherConversation(m) {
-		return false
+	if pr.manyRole >= 0 || s.state < 0 {
+		return next(h, e, out)
 	}
 	sp := &pr.states[s.state]
-	if sp.terminal {
-		return false
+	conv := m.ConversationID
+	if !sp.plain || len(m.Content) != 0 || m.InReplyTo != "" || conv != "" && h.conv != "" && !sameBytes(conv, h.conv) {
+		return h.stepChecked(e, sp, out, next)
+	}
+	perf := m.Performative
+	key := perfKey64(perf)
+	if key == 0 {
+		return h.stepChecked(e, sp, out, next)
+	}
+	t := sp.recvOfKey(key, len(perf))
+	if t == nil {
+		h.stepUnexpected(m, e.At, out)
+		return nil
+	}
+	bound := h.peer(t.peer)
+	if b := *bound; b != "" && !sameBytes(b, m.Sender) || !t.plain {
+		return h.stepChecked(e, sp, out, next)
+	}
+	// What stepChecked does for a quiet transition in a program without
+	// a run budget.
+	noteMessage(s, t, m, bound)
+	s.timedOutFrom = -1
+	h.changeState(0, t.next)
+	if len(h.heldList()) > 0 {
+		h.deliverHeld(e.At, out)
+	}
+	return nil
+}
+
+// stepChecked is step for a message in state sp that step did not
+// decide itself: it makes every check.
+func (h *Handler) stepChecked(e *MessageEvent, sp *stateProg, out *Queue, next func(*Handler, Event, *Queue) error) error {
+	m := e.Message
+	pr := h.prog
+	s := &h.one[0]
+	if h.otherConversation(m) || sp.terminal {
+		return next(h, e, out)
 	}
 	kinds, val, err := sp.recvFields.CheckContentField(m.Content, forms.DefaultLimits, sp.guardField)
 	if err != nil {
-		return false
+		return next(h, e, out)
 	}
 	var t *transProg
 	if sp.byPerf {
@@ -48,66 +92,69 @@ func (h *Handler) step(e *MessageEvent, out *Queue) bool {
 		if key := perfKey64(perf); key == 0 {
 			t = sp.recvOfLong(perf)
 		} else {
-			for _, r := range sp.perfRecvs {
-				if r.key == key && r.n == len(perf) {
-					t = r.t
-					break
-				}
-			}
+			t = sp.recvOfKey(key, len(perf))
 		}
 	} else {
 		var ok bool
 		if t, ok = h.stepMatch(sp, m, kinds, val); !ok {
-			return false
+			return next(h, e, out)
 		}
 	}
 	if t == nil {
 		// No transition takes m, as received's classify would find:
 		// what received does then.
 		h.stepUnexpected(m, e.At, out)
-		return true
+		return nil
 	}
 	// received's classify would go on to a later transition bound to
 	// the sender; this one, bound to another agent, is received's to
 	// report or take. (boundTo, for a handler without a many role; the
 	// quiet transition below binds the role through bound.)
 	bound := h.peer(t.peer)
-	if *bound != "" && *bound != m.Sender {
-		return false
+	if *bound != "" && !sameString(*bound, m.Sender) {
+		return next(h, e, out)
 	}
 	if len(sp.arms) > 0 && h.lateBy(s, &e.At, t.peer) != 0 {
-		return false
+		return next(h, e, out)
 	}
 	if m.InReplyTo != "" && h.strayReply(s, m) {
-		return false
+		return next(h, e, out)
 	}
 	if len(t.form.Type.Fields) > 0 && t.form.ValidateKinds(m.Content, kinds, t.fieldsAt) != nil {
-		return false
+		return next(h, e, out)
 	}
 	if pr.budgeted && h.budgetSpent(0, t) != "" {
-		return false
+		return next(h, e, out)
 	}
 	if !t.quiet {
 		at := e.At
 		h.apply(0, t, m, &at, out, false)
-		return true
+	} else {
+		// apply, and enter, for a transition that only changes the
+		// state.
+		if pr.budgeted {
+			h.countMessage(0)
+			h.countVisit(0, t.next)
+		}
+		noteMessage(s, t, m, bound)
+		s.timedOutFrom = -1
+		h.changeState(0, t.next)
 	}
-	// apply, and enter, for a transition that only changes the state.
-	if pr.budgeted {
-		h.countMessage(0)
-		h.countVisit(0, t.next)
+	if len(h.heldList()) > 0 {
+		h.deliverHeld(e.At, out)
 	}
-	noteMessage(s, t, m, bound)
-	s.timedOutFrom = -1
-	h.changeState(0, t.next)
-	return true
+	return nil
 }
 
 // stepUnexpected does what received does with m, which no transition of
-// the state takes: it holds it for a later state, or reports it.
+// the state takes: it holds it for a later state, or reports it. Then it
+// delivers the messages held, as Process does after any input.
 func (h *Handler) stepUnexpected(m *forms.Message, at time.Time, out *Queue) {
 	if !h.hold(0, m, at, out) {
 		h.unexpected(0, m, at, out)
+	}
+	if len(h.heldList()) > 0 {
+		h.deliverHeld(at, out)
 	}
 }
 
@@ -118,6 +165,18 @@ type perfRecv struct {
 	key uint64
 	n   int
 	t   *transProg
+}
+
+// recvOfKey returns the receive of state sp, a byPerf one, that takes
+// a message of a performative of n bytes whose key (perfKey64) is key,
+// not 0: the first of that performative, or nil.
+func (sp *stateProg) recvOfKey(key uint64, n int) *transProg {
+	for _, r := range sp.perfRecvs {
+		if r.key == key && r.n == n {
+			return r.t
+		}
+	}
+	return nil
 }
 
 // recvOfLong returns the receive of state sp, a byPerf one, that takes
@@ -138,9 +197,29 @@ func perfKey64(s string) uint64 {
 	if len(s) < 4 || len(s) > 8 {
 		return 0
 	}
-	t := s[len(s)-4:]
-	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
-		uint64(t[0])<<32 | uint64(t[1])<<40 | uint64(t[2])<<48 | uint64(t[3])<<56
+	return word4(s) | word4(s[len(s)-4:])<<32
+}
+
+// word4 returns the first four bytes of s, of four or more, as a number,
+// the first lowest: one load of four bytes where the machine allows it.
+func word4(s string) uint64 {
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24
+}
+
+// sameBytes says that a and b are the same bytes in memory, so that
+// a == b; a false answer decides nothing.
+func sameBytes(a, b string) bool {
+	return len(a) == len(b) && unsafe.StringData(a) == unsafe.StringData(b)
+}
+
+// sameString is a == b, decided without a call of the runtime when
+// both are the same bytes in memory, as a conversation's id and an
+// agent's name are in a message built in this process from the strings
+// its handlers were given (a Driver's, a test's); equal strings
+// elsewhere in memory, as a message decoded from a transport has, are
+// compared as == does.
+func sameString(a, b string) bool {
+	return sameBytes(a, b) || a == b
 }
 
 // stepMatch classifies m in state sp, some of whose receives' forms
@@ -226,6 +305,11 @@ func (pr *Program) planSteps() {
 	for k := range pr.states {
 		sp := &pr.states[k]
 		sp.byPerf = !sp.recvMatch && !slices.ContainsFunc(sp.recvs, func(t transProg) bool { return t.guard != nil })
+		sp.plain = sp.byPerf && !sp.terminal && len(sp.arms) == 0 && !pr.budgeted
+		for j := range sp.recvs {
+			t := &sp.recvs[j]
+			t.plain = t.quiet && len(t.form.Type.Fields) == 0
+		}
 		switch {
 		case !sp.byPerf && sp.recvOrder == nil:
 			sp.recvOrder = matchFirst(sp.recvs)
