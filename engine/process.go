@@ -204,7 +204,7 @@ func (h *Handler) strayReply(s *session, m *forms.Message) bool {
 	case h.prog.multiPeer:
 		return !h.issued(m.InReplyTo)
 	}
-	return s.sent[0] != "" && m.InReplyTo != s.sent[0] && m.InReplyTo != s.sent[1]
+	return s.sent[0] != "" && !sameString(m.InReplyTo, s.sent[0]) && !sameString(m.InReplyTo, s.sent[1])
 }
 
 // noFields is the Fields of a session in no state yet.

@@ -108,8 +108,8 @@ type stateProg struct {
 	// guard, so that a message's performative alone says which receive
 	// takes it (see planSteps).
 	byPerf bool
-	// perfRecvs holds, when byPerf, the performatives of recvs, each
-	// with the first receive of it.
+	// perfRecvs holds the performatives of recvs, each with its
+	// receives in the order classifying considers them.
 	perfRecvs []perfRecv
 	// guardField is the guardAt of the first receive that has one, or
 	// -1: step has the limit check return the value of that field.
@@ -128,11 +128,8 @@ type transProg struct {
 	msg    int // message type, for sends and receives
 	// The message type's form, performative and whether it has a match
 	// rule, copied here so classifying touches one struct.
-	form *forms.Form
-	perf string
-	// perfKey is shortKey(perf), for step to compare performatives
-	// without a call of the runtime.
-	perfKey  [2]uint32
+	form     *forms.Form
+	perf     string
 	hasMatch bool
 	peer     int // the other role, for sends and receives
 	timer    int
@@ -428,7 +425,6 @@ func build(p *policy.Policy, role string, proj *policy.Projection, o *compileOpt
 				tp.msg = msgIdx[t.Message.Name]
 				tp.form = pr.msgs[tp.msg].form
 				tp.perf, tp.hasMatch = tp.form.Type.Performative, tp.form.HasMatch()
-				tp.perfKey = shortKey(tp.perf)
 				tp.msgWork = len(pr.msgs[tp.msg].srcs) > 0 || len(pr.msgs[tp.msg].ops) > 0
 				tp.peer = roleIdx[lt.Peer]
 				if lt.Action == policy.ActionSend {

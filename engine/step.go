@@ -52,11 +52,12 @@ func (h *Handler) step(e *MessageEvent, out *Queue, next func(*Handler, Event, *
 	if key == 0 {
 		return h.stepChecked(e, sp, out, next)
 	}
-	t := sp.recvOfKey(key, len(perf))
-	if t == nil {
+	r := sp.recvOfKey(key, len(perf))
+	if r == nil {
 		h.stepUnexpected(m, e.At, out)
 		return nil
 	}
+	t := r.t // a plain state's receives are byPerf
 	bound := h.peer(t.peer)
 	if b := *bound; b != "" && !sameBytes(b, m.Sender) || !t.plain {
 		return h.stepChecked(e, sp, out, next)
@@ -89,10 +90,14 @@ func (h *Handler) stepChecked(e *MessageEvent, sp *stateProg, out *Queue, next f
 	if sp.byPerf {
 		// The first receive of m's performative (perfRecvs).
 		perf := m.Performative
-		if key := perfKey64(perf); key == 0 {
-			t = sp.recvOfLong(perf)
+		var r *perfRecv
+		if key := perfKey64(perf); key != 0 {
+			r = sp.recvOfKey(key, len(perf))
 		} else {
-			t = sp.recvOfKey(key, len(perf))
+			r = sp.recvOfLong(perf)
+		}
+		if r != nil {
+			t = r.t
 		}
 	} else {
 		var ok bool
@@ -158,34 +163,36 @@ func (h *Handler) stepUnexpected(m *forms.Message, at time.Time, out *Queue) {
 	}
 }
 
-// perfRecv is a performative of a byPerf state's receives: its key
-// (perfKey64) and length, and the first receive of it, the one that
-// takes a message of it.
+// perfRecv is a performative of a state's receives: its key
+// (perfKey64) and length, and the first receive of it in the order
+// classifying considers them (recvOrder's, unless byPerf). When that one
+// has neither a match rule nor a guard, it takes every message of the
+// performative, and recvs is nil; otherwise recvs holds the indices of
+// every receive of the performative in that order, for stepMatch.
 type perfRecv struct {
-	key uint64
-	n   int
-	t   *transProg
+	key   uint64
+	n     int
+	t     *transProg
+	recvs []int32
 }
 
-// recvOfKey returns the receive of state sp, a byPerf one, that takes
-// a message of a performative of n bytes whose key (perfKey64) is key,
-// not 0: the first of that performative, or nil.
-func (sp *stateProg) recvOfKey(key uint64, n int) *transProg {
-	for _, r := range sp.perfRecvs {
-		if r.key == key && r.n == n {
-			return r.t
+// recvOfLong returns the performative perf of state sp's receives,
+// which has no key (perfKey64); nil for none.
+func (sp *stateProg) recvOfLong(perf string) *perfRecv {
+	for k := range sp.perfRecvs {
+		if r := &sp.perfRecvs[k]; r.key == 0 && r.t.perf == perf {
+			return r
 		}
 	}
 	return nil
 }
 
-// recvOfLong returns the receive of state sp, a byPerf one, that takes
-// a message of performative perf, which has no key (perfKey64): the
-// first of that performative, or nil.
-func (sp *stateProg) recvOfLong(perf string) *transProg {
-	for _, r := range sp.perfRecvs {
-		if r.key == 0 && r.t.perf == perf {
-			return r.t
+// recvOfKey returns the performative of state sp's receives of n bytes
+// whose key (perfKey64) is key, not 0; nil for none.
+func (sp *stateProg) recvOfKey(key uint64, n int) *perfRecv {
+	for k := range sp.perfRecvs {
+		if r := &sp.perfRecvs[k]; r.key == key && r.n == n {
+			return r
 		}
 	}
 	return nil
@@ -222,19 +229,27 @@ func sameString(a, b string) bool {
 	return sameBytes(a, b) || a == b
 }
 
-// stepMatch classifies m in state sp, some of whose receives' forms
-// have a match rule, as classify does: those first, then the others. It
+// stepMatch classifies m in state sp, some of whose receives have a
+// match rule or a guard, as classify does: it finds the receives of m's
+// performative (perfRecvs), and considers them in classify's order. It
 // returns the first receive that takes m (nil for none), and false when
 // a guard fails to evaluate. kinds and val are the content check's.
 func (h *Handler) stepMatch(sp *stateProg, m *forms.Message, kinds forms.Kinds, val any) (*transProg, bool) {
 	perf := m.Performative
-	key := shortKey(perf)
-	// One pass over recvOrder is classify's two over recvs.
-	for _, k := range sp.recvOrder {
+	var r *perfRecv
+	if key := perfKey64(perf); key != 0 {
+		r = sp.recvOfKey(key, len(perf))
+	} else {
+		r = sp.recvOfLong(perf)
+	}
+	switch {
+	case r == nil:
+		return nil, true
+	case r.recvs == nil:
+		return r.t, true
+	}
+	for _, k := range r.recvs {
 		c := &sp.recvs[k]
-		if len(c.perf) != len(perf) || key != c.perfKey || key == [2]uint32{} && c.perf != perf {
-			continue
-		}
 		if c.hasMatch && !c.matches(m, kinds) {
 			continue
 		}
@@ -299,7 +314,8 @@ func shortKey(s string) [2]uint32 {
 // planSteps sets what step reads of the program besides what build
 // compiled for received: whether the program has a run budget, and for
 // each state whether its receives are told apart by performative alone
-// (byPerf), else the order classifying considers them in (recvOrder).
+// (byPerf), else the order classifying considers them in (recvOrder),
+// and the receives of each performative in that order (perfRecvs).
 func (pr *Program) planSteps() {
 	pr.budgeted = pr.budgetMessages != 0 || pr.budgetVisits != 0
 	for k := range pr.states {
@@ -310,16 +326,33 @@ func (pr *Program) planSteps() {
 			t := &sp.recvs[j]
 			t.plain = t.quiet && len(t.form.Type.Fields) == 0
 		}
+		order := sp.recvOrder
 		switch {
-		case !sp.byPerf && sp.recvOrder == nil:
+		case !sp.byPerf && order == nil:
 			sp.recvOrder = matchFirst(sp.recvs)
+			order = sp.recvOrder
 		case sp.byPerf:
-			for j := range sp.recvs {
-				t := &sp.recvs[j]
-				if !slices.ContainsFunc(sp.perfRecvs, func(r perfRecv) bool { return r.t.perf == t.perf }) {
-					sp.perfRecvs = append(sp.perfRecvs, perfRecv{key: perfKey64(t.perf), n: len(t.perf), t: t})
-				}
-			}
+			order = matchFirst(sp.recvs) // recvs' order: none has a match rule
+		}
+		sp.perfRecvs = perfRecvsOf(sp.recvs, order)
+	}
+}
+
+// perfRecvsOf returns the performatives of list, in the order of their
+// first receives in order (indices of list), each with its receives (see
+// perfRecv).
+func perfRecvsOf(list []transProg, order []int32) []perfRecv {
+	var rs []perfRecv
+	for _, j := range order {
+		t := &list[j]
+		k := slices.IndexFunc(rs, func(r perfRecv) bool { return r.t.perf == t.perf })
+		if k < 0 {
+			rs = append(rs, perfRecv{key: perfKey64(t.perf), n: len(t.perf), t: t})
+			k = len(rs) - 1
+		}
+		if r := &rs[k]; r.t.hasMatch || r.t.guard != nil {
+			r.recvs = append(r.recvs, j)
 		}
 	}
+	return rs
 }

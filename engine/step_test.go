@@ -593,20 +593,22 @@ states:
 `
 
 // TestPlanSteps checks what planSteps compiles: the states whose
-// receives are told apart by performative alone, with the first receive
-// of each performative, and the order classifying considers the others'
-// in.
+// receives are told apart by performative alone, the order classifying
+// considers the others' in, and for each performative its first receive
+// and, when that has a match rule or a guard, all of them in that order.
 func TestPlanSteps(t *testing.T) {
 	tests := []struct {
 		name, src, state string
 		byPerf           bool
-		perfs            []string // perfRecvs' performatives, when byPerf
-		order            []int32  // recvOrder, otherwise
+		perfs            []string  // perfRecvs' performatives
+		recvs            [][]int32 // and their receives, nil for the first alone
+		order            []int32   // recvOrder, unless byPerf
 	}{
-		{"by performative", byPerfPolicy, "s0", true, []string{"inform", "cfp", "not-understood"}, nil},
-		{"by performative, another state", byPerfPolicy, "s1", true, []string{"cancel", "not-understood"}, nil},
-		{"guards", stepPolicy, "s0", false, nil, []int32{0, 1, 2}},
-		{"match rules first", stepPolicy, "s1", false, nil, []int32{2, 3, 4, 0, 1}},
+		{"by performative", byPerfPolicy, "s0", true, []string{"inform", "cfp", "not-understood"}, [][]int32{nil, nil, nil}, nil},
+		{"by performative, another state", byPerfPolicy, "s1", true, []string{"cancel", "not-understood"}, [][]int32{nil, nil}, nil},
+		{"guards", stepPolicy, "s0", false, []string{"request", "cancel"}, [][]int32{{0, 1}, nil}, []int32{0, 1, 2}},
+		{"match rules first", stepPolicy, "s1", false, []string{"inform"}, [][]int32{{2, 3, 4, 0, 1}}, []int32{2, 3, 4, 0, 1}},
+		{"guards after a receive without", stepPolicy, "s2", false, []string{"request", "cancel"}, [][]int32{{0, 1, 2}, nil}, []int32{0, 1, 2, 3}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -614,12 +616,15 @@ func TestPlanSteps(t *testing.T) {
 			sp := &prog.states[prog.stateIndex[tt.state]]
 			assert.Equal(t, tt.byPerf, sp.byPerf, "byPerf")
 			var perfs []string
+			var recvs [][]int32
 			for _, r := range sp.perfRecvs {
 				perfs = append(perfs, r.t.perf)
+				recvs = append(recvs, r.recvs)
 				assert.Equal(t, perfKey64(r.t.perf), r.key, "key of %s", r.t.perf)
 				assert.Equal(t, len(r.t.perf), r.n, "length of %s", r.t.perf)
 			}
 			assert.Equal(t, tt.perfs, perfs, "perfRecvs")
+			assert.Equal(t, tt.recvs, recvs, "perfRecvs' receives")
 			if !tt.byPerf {
 				assert.Equal(t, tt.order, sp.recvOrder, "recvOrder")
 			}
