@@ -345,12 +345,14 @@ func (h *Handler) Start(at time.Time, out *Queue) error {
 // (an output-only event, a handler not started, a message to send to a
 // role no agent is bound to).
 func (h *Handler) Process(in Event, out *Queue) error {
-	if e, ok := in.(*MessageEvent); ok && h.started && h.step(e, out) {
-		if len(h.heldList()) > 0 {
-			h.deliverHeld(e.At, out)
-		}
-		return nil
+	if e, ok := in.(*MessageEvent); ok {
+		return h.step(e, out, (*Handler).process)
 	}
+	return h.process(in, out)
+}
+
+// process is Process for an event step does not take.
+func (h *Handler) process(in Event, out *Queue) error {
 	if !h.started {
 		return ErrNotStarted
 	}

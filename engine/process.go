@@ -97,7 +97,7 @@ func (h *Handler) boundTo(i, r int, agent string) bool {
 // otherConversation reports whether m belongs to another conversation
 // than the handler's (an empty id on either side belongs to any).
 func (h *Handler) otherConversation(m *forms.Message) bool {
-	return m.ConversationID != "" && h.conv != "" && m.ConversationID != h.conv
+	return m.ConversationID != "" && h.conv != "" && !sameString(m.ConversationID, h.conv)
 }
 
 // hasMatchRule reports whether a form of list has a match rule.
@@ -205,7 +205,7 @@ func (h *Handler) strayReply(s *session, m *forms.Message) bool {
 	case h.prog.multiPeer:
 		return !h.issued(m.InReplyTo)
 	}
-	return s.sent[0] != "" && m.InReplyTo != s.sent[0] && m.InReplyTo != s.sent[1]
+	return s.sent[0] != "" && !sameString(m.InReplyTo, s.sent[0]) && !sameString(m.InReplyTo, s.sent[1])
 }
 
 // noFields is the Fields of a session in no state yet.

@@ -108,12 +108,16 @@ type stateProg struct {
 	// guard, so that a message's performative alone says which receive
 	// takes it (see planSteps).
 	byPerf bool
-	// perfRecvs holds, when byPerf, the performatives of recvs, each
-	// with the first receive of it.
+	// perfRecvs holds the performatives of recvs, each with its
+	// receives in the order classifying considers them.
 	perfRecvs []perfRecv
 	// guardField is the guardAt of the first receive that has one, or
 	// -1: step has the limit check return the value of that field.
 	guardField int
+	// plain says that the state is byPerf, not terminal and arms no
+	// timers, in a program without a run budget: step decides a message
+	// without content there itself (see planSteps).
+	plain bool
 }
 
 type transProg struct {
@@ -124,11 +128,8 @@ type transProg struct {
 	msg    int // message type, for sends and receives
 	// The message type's form, performative and whether it has a match
 	// rule, copied here so classifying touches one struct.
-	form *forms.Form
-	perf string
-	// perfKey is shortKey(perf), for step to compare performatives
-	// without a call of the runtime.
-	perfKey  [2]uint32
+	form     *forms.Form
+	perf     string
 	hasMatch bool
 	peer     int // the other role, for sends and receives
 	timer    int
@@ -171,6 +172,9 @@ type transProg struct {
 	// are what the rule gives with the field and without it.
 	presenceAt          int
 	ifPresent, ifAbsent bool
+	// plain says that the transition, a receive, is quiet and its form
+	// declares no fields (see planSteps).
+	plain bool
 }
 
 type setProg struct {
@@ -421,7 +425,6 @@ func build(p *policy.Policy, role string, proj *policy.Projection, o *compileOpt
 				tp.msg = msgIdx[t.Message.Name]
 				tp.form = pr.msgs[tp.msg].form
 				tp.perf, tp.hasMatch = tp.form.Type.Performative, tp.form.HasMatch()
-				tp.perfKey = shortKey(tp.perf)
 				tp.msgWork = len(pr.msgs[tp.msg].srcs) > 0 || len(pr.msgs[tp.msg].ops) > 0
 				tp.peer = roleIdx[lt.Peer]
 				if lt.Action == policy.ActionSend {

@@ -227,18 +227,34 @@ func (w *stepWalk) next(k int) {
 
 // processFast is Process, which tries step first.
 func (w *stepWalk) processFast(in Event) error {
-	if e, ok := in.(*MessageEvent); ok && w.fast.step(e, &w.qf) {
-		if slices.ContainsFunc(w.qf.Events(), func(e Event) bool { _, ok := e.(*ProtocolErrorEvent); return ok }) {
-			w.reported++
-		} else {
-			w.stepped++
-		}
-		if len(w.fast.heldList()) > 0 {
-			w.fast.deliverHeld(e.At, &w.qf)
-		}
-		return nil
+	e, ok := in.(*MessageEvent)
+	if !ok {
+		return w.process(w.fast, in, &w.qf)
 	}
-	return w.process(w.fast, in, &w.qf)
+	declined := false
+	err := w.fast.step(e, &w.qf, func(h *Handler, in Event, out *Queue) error {
+		declined = true
+		return w.process(h, in, out)
+	})
+	switch {
+	case declined:
+	case slices.ContainsFunc(w.qf.Events(), func(e Event) bool { _, ok := e.(*ProtocolErrorEvent); return ok }):
+		w.reported++
+	default:
+		w.stepped++
+	}
+	return err
+}
+
+// stepTakes runs step on e and reports whether it took e, leaving a
+// message it declines to nothing else.
+func stepTakes(t *testing.T, h *Handler, e *MessageEvent, out *Queue) bool {
+	declined := false
+	require.NoError(t, h.step(e, out, func(*Handler, Event, *Queue) error {
+		declined = true
+		return nil
+	}))
+	return !declined
 }
 
 // processSlow is Process without step.
@@ -328,6 +344,11 @@ func (w *stepWalk) message() *forms.Message {
 	}
 	if w.rnd.IntN(4) == 0 {
 		m.ReplyBy = w.now.Add(time.Duration(w.rnd.IntN(120)) * time.Second)
+	}
+	if w.rnd.IntN(2) == 0 {
+		// As a message from another process: its strings are not the
+		// very strings the handler holds (step's sameBytes).
+		m.ConversationID, m.Sender, m.Performative = strings.Clone(m.ConversationID), strings.Clone(m.Sender), strings.Clone(m.Performative)
 	}
 	return m
 }
@@ -490,7 +511,7 @@ func TestStepPolicyShapes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			q.Reset()
-			require.True(t, h.step(&MessageEvent{Message: tt.m}, &q), "step declined")
+			require.True(t, stepTakes(t, h, &MessageEvent{Message: tt.m}, &q), "step declined")
 			assert.Equal(t, tt.want, h.State(""))
 			for _, e := range q.Events() {
 				assert.NotEqual(t, "*engine.ProtocolErrorEvent", fmt.Sprintf("%T", e))
@@ -502,7 +523,7 @@ func TestStepPolicyShapes(t *testing.T) {
 	q.Reset()
 	require.NoError(t, h.Start(time.Time{}, &q))
 	q.Reset()
-	require.True(t, h.step(&MessageEvent{Message: msg("request", map[string]any{"n": 0})}, &q), "a request no guard admits")
+	require.True(t, stepTakes(t, h, &MessageEvent{Message: msg("request", map[string]any{"n": 0})}, &q), "a request no guard admits")
 	require.Equal(t, 1, q.Len(), "events of a message no transition takes")
 	pe, ok := q.Events()[0].(*ProtocolErrorEvent)
 	require.True(t, ok, "%T, want a protocol error", q.Events()[0])
@@ -511,7 +532,7 @@ func TestStepPolicyShapes(t *testing.T) {
 	q.Reset()
 	stranger := msg("request", map[string]any{"n": 3})
 	stranger.Sender = "z"
-	assert.False(t, h.step(&MessageEvent{Message: stranger}, &q), "a request from an agent A is not played by")
+	assert.False(t, stepTakes(t, h, &MessageEvent{Message: stranger}, &q), "a request from an agent A is not played by")
 	assert.Zero(t, q.Len(), "events of a declined step")
 	assert.Equal(t, "s0", h.State(""), "the state after a declined step")
 }
@@ -572,20 +593,22 @@ states:
 `
 
 // TestPlanSteps checks what planSteps compiles: the states whose
-// receives are told apart by performative alone, with the first receive
-// of each performative, and the order classifying considers the others'
-// in.
+// receives are told apart by performative alone, the order classifying
+// considers the others' in, and for each performative its first receive
+// and, when that has a match rule or a guard, all of them in that order.
 func TestPlanSteps(t *testing.T) {
 	tests := []struct {
 		name, src, state string
 		byPerf           bool
-		perfs            []string // perfRecvs' performatives, when byPerf
-		order            []int32  // recvOrder, otherwise
+		perfs            []string  // perfRecvs' performatives
+		recvs            [][]int32 // and their receives, nil for the first alone
+		order            []int32   // recvOrder, unless byPerf
 	}{
-		{"by performative", byPerfPolicy, "s0", true, []string{"inform", "cfp", "not-understood"}, nil},
-		{"by performative, another state", byPerfPolicy, "s1", true, []string{"cancel", "not-understood"}, nil},
-		{"guards", stepPolicy, "s0", false, nil, []int32{0, 1, 2}},
-		{"match rules first", stepPolicy, "s1", false, nil, []int32{2, 3, 4, 0, 1}},
+		{"by performative", byPerfPolicy, "s0", true, []string{"inform", "cfp", "not-understood"}, [][]int32{nil, nil, nil}, nil},
+		{"by performative, another state", byPerfPolicy, "s1", true, []string{"cancel", "not-understood"}, [][]int32{nil, nil}, nil},
+		{"guards", stepPolicy, "s0", false, []string{"request", "cancel"}, [][]int32{{0, 1}, nil}, []int32{0, 1, 2}},
+		{"match rules first", stepPolicy, "s1", false, []string{"inform"}, [][]int32{{2, 3, 4, 0, 1}}, []int32{2, 3, 4, 0, 1}},
+		{"guards after a receive without", stepPolicy, "s2", false, []string{"request", "cancel"}, [][]int32{{0, 1, 2}, nil}, []int32{0, 1, 2, 3}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -593,12 +616,15 @@ func TestPlanSteps(t *testing.T) {
 			sp := &prog.states[prog.stateIndex[tt.state]]
 			assert.Equal(t, tt.byPerf, sp.byPerf, "byPerf")
 			var perfs []string
+			var recvs [][]int32
 			for _, r := range sp.perfRecvs {
 				perfs = append(perfs, r.t.perf)
+				recvs = append(recvs, r.recvs)
 				assert.Equal(t, perfKey64(r.t.perf), r.key, "key of %s", r.t.perf)
 				assert.Equal(t, len(r.t.perf), r.n, "length of %s", r.t.perf)
 			}
 			assert.Equal(t, tt.perfs, perfs, "perfRecvs")
+			assert.Equal(t, tt.recvs, recvs, "perfRecvs' receives")
 			if !tt.byPerf {
 				assert.Equal(t, tt.order, sp.recvOrder, "recvOrder")
 			}
@@ -631,7 +657,7 @@ func TestStepByPerf(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			q.Reset()
 			m := &forms.Message{Performative: tt.perf, Sender: "a", Receivers: []string{"b"}, ConversationID: "c1"}
-			require.True(t, h.step(&MessageEvent{Message: m}, &q), "step declined")
+			require.True(t, stepTakes(t, h, &MessageEvent{Message: m}, &q), "step declined")
 			assert.Equal(t, tt.want, h.State(""))
 			var codes []ErrorCode
 			for _, e := range q.Events() {
@@ -656,4 +682,79 @@ func compileB(t *testing.T, src string) *Program {
 	prog, ds := Compile(p, "B")
 	require.NotNil(t, prog, "%v", ds)
 	return prog
+}
+
+// plainPolicy is the benchmarks' ping-pong: every state of B's is plain
+// (see stateProg), every receive plain.
+const plainPolicy = `policy: ping-pong
+version: 1
+roles: [A, B]
+messages: {ping: request, pong: inform, stop: cancel}
+states:
+  s0:
+    - {send: ping, from: A, to: B, next: s1}
+    - {send: stop, from: A, to: B, next: end}
+  s1:
+    - {send: pong, from: A, to: B, next: s0}
+  end: {terminal: done}
+`
+
+// TestStepPlain checks step in a plain state, which it decides itself
+// for a message without content or in-reply-to whose conversation id
+// and sender are the very strings the handler holds, and leaves to
+// stepChecked otherwise: a message whose strings are copies is taken
+// all the same, one of another conversation or agent is declined, one
+// with content or in reply to a message is checked as received does.
+func TestStepPlain(t *testing.T) {
+	conv, agent := "conv-1", "a"
+	prog := compileB(t, plainPolicy)
+	for k := range prog.states {
+		assert.Equal(t, !prog.states[k].terminal, prog.states[k].plain, "state %s", prog.states[k].name)
+	}
+	h, err := prog.NewHandler(conv, "b")
+	require.NoError(t, err)
+	var q Queue
+	require.NoError(t, h.Start(time.Time{}, &q))
+	msg := func(perf, conv, sender string) *forms.Message {
+		return &forms.Message{Performative: perf, Sender: sender, Receivers: []string{"b"}, ConversationID: conv}
+	}
+	tests := []struct {
+		name  string
+		m     *forms.Message
+		take  bool
+		state string
+		code  ErrorCode // of the protocol error step reports, if any
+	}{
+		{"the first, which binds A", msg("request", conv, agent), true, "s1", ""},
+		{"the very strings", msg("inform", conv, agent), true, "s0", ""},
+		{"copies of them", msg(strings.Clone("request"), strings.Clone(conv), strings.Clone(agent)), true, "s1", ""},
+		{"no conversation id", msg("inform", "", agent), true, "s0", ""},
+		{"another conversation of the same length", msg("request", "conv-2", agent), false, "s0", ""},
+		{"another conversation", msg("request", "c2", agent), false, "s0", ""},
+		{"another agent", msg("request", conv, "z"), false, "s0", ""},
+		{"another agent of the same length", msg("request", conv, "b"), false, "s0", ""},
+		{"of no receive of the state", msg("agree", conv, agent), true, "s0", CodeUnexpected},
+		{"with content", &forms.Message{Performative: "request", Sender: agent, ConversationID: conv, Content: map[string]any{"x": 1}}, true, "s1", ""},
+		{"in reply to a message, none sent yet", &forms.Message{Performative: "inform", Sender: agent, ConversationID: conv, InReplyTo: "r9"}, true, "s0", ""},
+		{"content over the limits", &forms.Message{Performative: "request", Sender: agent, ConversationID: conv, Content: map[string]any{"x": math.NaN()}}, false, "s0", ""},
+		{"the last", msg("cancel", conv, agent), true, "end", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q.Reset()
+			assert.Equal(t, tt.take, stepTakes(t, h, &MessageEvent{Message: tt.m}, &q), "taken")
+			assert.Equal(t, tt.state, h.State(""))
+			var codes []ErrorCode
+			for _, e := range q.Events() {
+				if pe, ok := e.(*ProtocolErrorEvent); ok {
+					codes = append(codes, pe.Code)
+				}
+			}
+			if tt.code == "" {
+				assert.Empty(t, codes)
+			} else {
+				assert.Equal(t, []ErrorCode{tt.code}, codes)
+			}
+		})
+	}
 }
