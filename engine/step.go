@@ -44,7 +44,7 @@ func (h *Handler) step(e *MessageEvent, out *Queue, next func(*Handler, Event, *
 	}
 	sp := &pr.states[s.state]
 	conv := m.ConversationID
-	if !sp.plain || len(m.Content) != 0 || m.InReplyTo != "" || conv != "" && h.conv != "" && !sameBytes(conv, h.conv) {
+	if !sp.plain || len(m.Content) != 0 || m.InReplyTo != "" || conv != "" && h.conv != "" && !sameString(conv, h.conv) {
 		return h.stepChecked(e, sp, out, next)
 	}
 	perf := m.Performative
@@ -59,7 +59,7 @@ func (h *Handler) step(e *MessageEvent, out *Queue, next func(*Handler, Event, *
 	}
 	t := r.t // a plain state's receives are byPerf
 	bound := h.peer(t.peer)
-	if b := *bound; b != "" && !sameBytes(b, m.Sender) || !t.plain {
+	if b := *bound; b != "" && !sameString(b, m.Sender) || !t.plain {
 		return h.stepChecked(e, sp, out, next)
 	}
 	// What stepChecked does for a quiet transition in a program without
@@ -213,20 +213,37 @@ func word4(s string) uint64 {
 	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24
 }
 
-// sameBytes says that a and b are the same bytes in memory, so that
-// a == b; a false answer decides nothing.
-func sameBytes(a, b string) bool {
-	return len(a) == len(b) && unsafe.StringData(a) == unsafe.StringData(b)
+// sameString is a == b, decided without a call of the runtime: at once
+// when both are the same bytes in memory, as a conversation's id and an
+// agent's name are in a message built in this process from the strings
+// its handlers were given (a Driver's, a test's), and otherwise by
+// sameBytes, as for a message decoded from a transport. The call and
+// spills of the runtime's comparison cost more than the few bytes of
+// such a string.
+func sameString(a, b string) bool {
+	return len(a) == len(b) && (unsafe.StringData(a) == unsafe.StringData(b) || sameBytes(a, b))
 }
 
-// sameString is a == b, decided without a call of the runtime when
-// both are the same bytes in memory, as a conversation's id and an
-// agent's name are in a message built in this process from the strings
-// its handlers were given (a Driver's, a test's); equal strings
-// elsewhere in memory, as a message decoded from a transport has, are
-// compared as == does.
-func sameString(a, b string) bool {
-	return sameBytes(a, b) || a == b
+// sameBytes is a == b for strings of the same length: 8 bytes at a
+// time, the last 8 overlapping the ones before them; 4 and 4 for a
+// string of under 8; its first, middle and last bytes, all of them, for
+// one of under 4.
+func sameBytes(a, b string) bool {
+	n := len(a)
+	switch {
+	case n >= 8:
+		for k := 0; k < n-8; k += 8 {
+			if word64(a[k:]) != word64(b[k:]) {
+				return false
+			}
+		}
+		return word64(a[n-8:]) == word64(b[n-8:])
+	case n >= 4:
+		return word32(a) == word32(b) && word32(a[n-4:]) == word32(b[n-4:])
+	case n > 0:
+		return a[0] == b[0] && a[n/2] == b[n/2] && a[n-1] == b[n-1]
+	}
+	return true
 }
 
 // stepMatch classifies m in state sp, some of whose receives have a

@@ -347,7 +347,7 @@ func (w *stepWalk) message() *forms.Message {
 	}
 	if w.rnd.IntN(2) == 0 {
 		// As a message from another process: its strings are not the
-		// very strings the handler holds (step's sameBytes).
+		// very strings the handler holds (see sameString).
 		m.ConversationID, m.Sender, m.Performative = strings.Clone(m.ConversationID), strings.Clone(m.Sender), strings.Clone(m.Performative)
 	}
 	return m
@@ -756,5 +756,26 @@ func TestStepPlain(t *testing.T) {
 				assert.Equal(t, []ErrorCode{tt.code}, codes)
 			}
 		})
+	}
+}
+
+// TestSameStringIsEquality compares sameString with == on strings of
+// every length up to 40: the same memory, equal in other memory, and
+// differing in each byte, and strings of other lengths.
+func TestSameStringIsEquality(t *testing.T) {
+	const text = "conversation-0123456789/agent-abcdefghij"
+	for n := range len(text) + 1 {
+		a := text[:n]
+		assert.True(t, sameString(a, a), "%q against itself", a)
+		assert.True(t, sameString(a, strings.Clone(a)), "%q against a copy", a)
+		for k := range n {
+			c := []byte(a)
+			c[k] ^= 0x20
+			assert.False(t, sameString(a, string(c)), "%q against %q", a, c)
+		}
+		if n > 0 {
+			assert.False(t, sameString(a, a[:n-1]), "%q against %q", a, a[:n-1])
+			assert.False(t, sameString(a[:n-1], a), "%q against %q", a[:n-1], a)
+		}
 	}
 }
