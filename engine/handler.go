@@ -118,26 +118,16 @@ type Handler struct {
 	morePeers *string
 }
 
+// A session's peer, for the many role, is the peer index's (see
+// Handler.sessionName): a session keeps no copy of its own. Its fields
+// that hold pointers come first, the words without after them.
 type session struct {
-	peer         string
-	state        int32
-	timedOutFrom int32
-	epoch        uint64
-	ticket       uint64
 	// The last message received: for in-reply-to, duplicates and the data
 	// a decision sees.
 	lastReplyWith string
 	lastInReplyTo string
-	lastMsg       int32 // the message type, plus one; 0 for none
-	// messages and visits count what the run budget bounds: messages
-	// exchanged, and entries into each state (nil without a visits
-	// budget).
-	messages int32
-	// visits is behind a pointer, nil without a visits budget, so that
-	// a session without one (most) keeps a word for it, not a slice.
-	visits     *[]int32
-	lastSender string
-	content    map[string]any
+	lastSender    string
+	content       map[string]any
 	// reply-with of the last two messages sent to this peer.
 	sent [2]string
 	// vars holds the variables set, nil for none. It may be a
@@ -145,6 +135,21 @@ type session struct {
 	// (Program.sharesVars tells): the next assignment that changes it
 	// writes a copy.
 	vars map[string]any
+	// visits is behind a pointer, nil without a visits budget, so that
+	// a session without one (most) keeps a word for it, not a slice.
+	visits *[]int32
+	// spill is the block of the session's words when they do not fit in
+	// words (see below).
+	spill        *int64
+	state        int32
+	timedOutFrom int32
+	epoch        uint64
+	ticket       uint64
+	lastMsg      int32 // the message type, plus one; 0 for none
+	// messages and visits count what the run budget bounds: messages
+	// exchanged, and entries into each state (nil without a visits
+	// budget).
+	messages int32
 	// words holds the deadlines of the state's timers (Unix nanoseconds;
 	// 0 for none), to tell late messages, the latest value of each
 	// deadline source (Unix nanoseconds) and the state of each
@@ -156,7 +161,6 @@ type session struct {
 	// Handler.deadlines, srcTimes and commits), so that the session keeps
 	// no slice of them.
 	words inPlace
-	spill *int64
 	// srcSet and cmSet say that the session has deadline sources and
 	// commitments: none until the first message that sets a deadline
 	// source, and the first commitment operation.
@@ -198,7 +202,7 @@ func (pr *Program) NewHandler(conversationID, self string, opts ...HandlerOption
 	h.makePeers()
 	h.peers()[pr.roleIdx] = self
 	if pr.manyRole < 0 {
-		// h.one[0] = newSession(""), without writing the zero fields of
+		// h.one[0] = newSession(), without writing the zero fields of
 		// the new handler again.
 		h.one[0].state, h.one[0].timedOutFrom = -1, -1
 		h.sessions = h.one[:1]
@@ -298,20 +302,20 @@ func (s *session) visitCounts() []int32 {
 	return *s.visits
 }
 
-func newSession(peer string) session {
-	return session{peer: peer, state: -1, timedOutFrom: -1}
+func newSession() session {
+	return session{state: -1, timedOutFrom: -1}
 }
 
 // addSession returns the index of the session with peer, which it adds
 // if there is none; false when there is none and MaxSessions are kept.
 func (h *Handler) addSession(peer string) (int, bool) {
-	if i, ok := h.many.peers.find(h.sessions, peer); ok {
+	if i, ok := h.many.peers.find(peer); ok {
 		return i, true
 	}
 	if len(h.sessions) >= MaxSessions {
 		return 0, false
 	}
-	h.sessions = append(h.sessions, newSession(peer))
+	h.sessions = append(h.sessions, newSession())
 	h.many.peers.add(peer)
 	return len(h.sessions) - 1, true
 }
@@ -456,30 +460,32 @@ func (h *Handler) Sessions() []string {
 		return nil
 	}
 	out := make([]string, len(h.sessions))
-	for i := range h.sessions {
-		out[i] = h.sessions[i].peer
-	}
+	copy(out, h.many.peers.names)
 	return out
 }
 
+// sessionIndex returns the index of the session with peer ("" when the
+// handler has one session, whose peer is "").
 func (h *Handler) sessionIndex(peer string) (int, bool) {
 	if h.prog.manyRole < 0 {
-		return 0, peer == "" || peer == h.sessions[0].peer
+		return 0, peer == ""
 	}
-	return h.many.peers.find(h.sessions, peer)
+	return h.many.peers.find(peer)
 }
 
+// sessionName returns the peer of session i: the many role's agent in
+// it, or "" when the handler has one session.
 func (h *Handler) sessionName(i int) string {
 	if h.prog.manyRole < 0 {
 		return ""
 	}
-	return h.sessions[i].peer
+	return h.many.peers.names[i]
 }
 
 // agentOf returns the agent playing role r as seen from session i.
 func (h *Handler) agentOf(i, r int) string {
 	if r == h.prog.manyRole {
-		return h.sessions[i].peer
+		return h.many.peers.names[i]
 	}
 	return *h.peer(r)
 }
@@ -778,11 +784,7 @@ func (h *Handler) fillDecision(e *DecisionEvent, i int, ticket uint64) {
 		choices = h.choices(i)
 	}
 	reuse.Slice(&r.Choices, choices)
-	peer := ""
-	if pr.manyRole >= 0 {
-		peer = s.peer
-	}
-	reuse.String(&r.Peer, peer)
+	reuse.String(&r.Peer, h.sessionName(i))
 	reuse.Map(&r.Content, s.content)
 	reuse.Map(&r.Vars, s.vars)
 	reuse.Slice(&r.Sessions, nil)
@@ -858,7 +860,7 @@ func (h *Handler) releaseJoin(at time.Time, out *Queue) {
 			// The choices alone: the rest of a request is the first's.
 			choices = h.choices(i)
 		}
-		e.Request.Sessions = append(e.Request.Sessions, decision.Session{Peer: s.peer, Choices: choices, Content: s.content, Vars: s.vars})
+		e.Request.Sessions = append(e.Request.Sessions, decision.Session{Peer: h.many.peers.names[i], Choices: choices, Content: s.content, Vars: s.vars})
 	}
 	out.emit(e)
 }
@@ -903,7 +905,7 @@ func (h *Handler) finish(at *time.Time, out *Queue) {
 		}
 		for i := range h.sessions {
 			st := h.sessions[i].state
-			e.Outcomes[h.sessions[i].peer] = h.prog.states[st].outcome
+			e.Outcomes[h.many.peers.names[i]] = h.prog.states[st].outcome
 			byState[st]++
 		}
 		counts := map[string]int{}

@@ -22,7 +22,7 @@ func TestNewHandlerSessionIsNewSession(t *testing.T) {
 			h, err := prog.NewHandler("c1", "a")
 			require.NoError(t, err)
 			require.Len(t, h.sessions, 1)
-			assert.Equal(t, newSession(""), h.sessions[0])
+			assert.Equal(t, newSession(), h.sessions[0])
 		})
 	}
 }

@@ -31,7 +31,7 @@ func TestSpillKeepsEachValue(t *testing.T) {
 				if prog.spillWords > sessionWords {
 					allocated++
 				}
-				s := newSession("")
+				s := newSession()
 				arms := 0
 				for k := range prog.states {
 					arms = max(arms, len(prog.states[k].arms))
