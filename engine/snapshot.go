@@ -166,7 +166,7 @@ func (h *Handler) sessionSnapshot(i int, commits []commitSnapshot) sessionSnapsh
 		Peer: h.sessionName(i), State: name(s.state), TimedOutFrom: name(s.timedOutFrom), Epoch: s.epoch, Ticket: s.ticket,
 		Deadlines: h.deadlines(s), LastReplyWith: s.lastReplyWith, LastInReplyTo: s.lastInReplyTo, LastSender: s.lastSender,
 		Content: s.content, Sent: s.sent, Vars: s.vars, SrcTimes: h.srcTimes(s),
-		Messages: s.messages, Visits: s.visitCounts(),
+		Messages: s.messageCount(), Visits: s.visitCounts(),
 	}
 	if s.lastMsg > 0 {
 		ss.LastMessage = pr.msgs[s.lastMsg-1].name
@@ -378,7 +378,7 @@ func (sn *snapshot) issued(what string, n uint64) error {
 func (pr *Program) restoreSession(sn *snapshot, i int) (session, error) {
 	q := policy.Quote
 	ss := &sn.Sessions[i]
-	s := newSession()
+	s := pr.newSession()
 	switch {
 	case pr.manyRole < 0 && ss.Peer != "":
 		return s, fmt.Errorf("a role with one peer keeps one session without a peer, not one with %s", q(ss.Peer))
