@@ -62,7 +62,7 @@ func (h *Handler) Abort(at time.Time, reason string, out *Queue) error {
 	if pr.manyRole >= 0 {
 		e.Outcomes = make(map[string]string, len(h.sessions))
 		for i := range h.sessions {
-			e.Outcomes[h.sessions[i].peer] = h.outcome(i)
+			e.Outcomes[h.sessionName(i)] = h.outcome(i)
 		}
 	}
 	out.emit(e)

@@ -23,8 +23,8 @@ func (h *Handler) overBudget(i int, t *transProg) string {
 func (h *Handler) budgetSpent(i int, t *transProg) string {
 	pr := h.prog
 	s := &h.sessions[i]
-	if pr.budgetMessages > 0 && int(s.messages) >= pr.budgetMessages {
-		return fmt.Sprintf("the conversation has exchanged as many messages as its budget allows (%d)", s.messages)
+	if n := s.messageCount(); pr.budgetMessages > 0 && int(n) >= pr.budgetMessages {
+		return fmt.Sprintf("the conversation has exchanged as many messages as its budget allows (%d)", n)
 	}
 	if v := s.visitCounts(); pr.budgetVisits > 0 && t.next < len(v) && int(v[t.next]) >= pr.budgetVisits {
 		return fmt.Sprintf("state %s has been entered as many times as the budget allows (%d)", policy.Quote(h.prog.states[t.next].name), v[t.next])
@@ -40,10 +40,9 @@ func (h *Handler) countVisit(i, st int) {
 	}
 	s := &h.sessions[i]
 	if len(s.visitCounts()) != len(h.prog.states) {
-		v := make([]int32, len(h.prog.states))
-		s.visits = &v
+		s.moreOf().visits = make([]int32, len(h.prog.states))
 	}
-	if v := *s.visits; v[st] < 1<<30 {
+	if v := s.more.visits; v[st] < 1<<30 {
 		v[st]++
 	}
 }
@@ -55,8 +54,8 @@ func (h *Handler) countMessage(i int) {
 	if h.prog.budgetMessages == 0 {
 		return
 	}
-	if s := &h.sessions[i]; s.messages < 1<<30 {
-		s.messages++
+	if m := h.sessions[i].moreOf(); m.messages < 1<<30 {
+		m.messages++
 	}
 }
 
@@ -74,10 +73,11 @@ func (pr *Program) restoreBudget(s *session, ss *sessionSnapshot) error {
 			return fmt.Errorf("a state entered %d times", v)
 		}
 	}
-	s.messages = ss.Messages
+	if ss.Messages != 0 {
+		s.moreOf().messages = ss.Messages
+	}
 	if ss.Visits != nil {
-		v := ss.Visits
-		s.visits = &v
+		s.moreOf().visits = ss.Visits
 	}
 	return nil
 }

@@ -89,10 +89,23 @@ func WithPeers(role string, agents ...string) HandlerOption {
 // ConversationPolicyHandler. Process is deterministic and does no I/O.
 // A Handler is not safe for concurrent use: give each to one goroutine at
 // a time (the manager does).
+//
+// Its fields that hold pointers come first, the words without after them.
 type Handler struct {
-	prog    *Program
-	conv    string
-	self    string
+	prog *Program
+	conv string
+	self string
+	// sessions holds one session, or one per peer of the many role.
+	sessions []session
+	// many holds the bookkeeping of a handler with a many role's
+	// sessions, and of one that holds messages or has more roles than
+	// peerArr has room for (see manyState); nil for most others.
+	many *manyState
+	// Storage for the common case, so a handler is one allocation: the
+	// agent of each of up to two roles (peerArr; with more roles, many's
+	// morePeers, see peers) and one session.
+	peerArr [2]string
+	one     [1]session
 	mode    Mode
 	started bool
 	done    bool
@@ -101,43 +114,18 @@ type Handler struct {
 	ended   int32
 	counter uint64 // advanced at every state change and decision
 	seq     uint64 // reply-with numbers
-	// sessions holds one session, or one per peer of the many role.
-	sessions []session
-	// many holds the bookkeeping of a handler with a many role's sessions
-	// (nil otherwise).
-	many *manyState
-	// held holds messages that arrived before the role can take them, in
-	// arrival order (see MaxHeld); nil until one is (most roles hold
-	// none: a word for them, not a slice). See heldList.
-	held *heldBox
-	// Storage for the common case, so a handler is one allocation: one
-	// session, and the agent of each of up to two roles (peerArr); with
-	// more roles, morePeers points to room of their own (see peers).
-	one       [1]session
-	peerArr   [2]string
-	morePeers *string
 }
 
+// A session's peer, for the many role, is the peer index's (see
+// Handler.sessionName): a session keeps no copy of its own. Its fields
+// that hold pointers come first, the words without after them.
 type session struct {
-	peer         string
-	state        int32
-	timedOutFrom int32
-	epoch        uint64
-	ticket       uint64
 	// The last message received: for in-reply-to, duplicates and the data
 	// a decision sees.
 	lastReplyWith string
 	lastInReplyTo string
-	lastMsg       int32 // the message type, plus one; 0 for none
-	// messages and visits count what the run budget bounds: messages
-	// exchanged, and entries into each state (nil without a visits
-	// budget).
-	messages int32
-	// visits is behind a pointer, nil without a visits budget, so that
-	// a session without one (most) keeps a word for it, not a slice.
-	visits     *[]int32
-	lastSender string
-	content    map[string]any
+	lastSender    string
+	content       map[string]any
 	// reply-with of the last two messages sent to this peer.
 	sent [2]string
 	// vars holds the variables set, nil for none. It may be a
@@ -145,22 +133,60 @@ type session struct {
 	// (Program.sharesVars tells): the next assignment that changes it
 	// writes a copy.
 	vars map[string]any
+	// more holds what a session keeps only under a run budget or when
+	// the program's layout does not fit in words (see sessionMore): nil
+	// for most sessions, which keep a word for it.
+	more         *sessionMore
+	state        int32
+	timedOutFrom int32
+	epoch        uint64
+	ticket       uint64
+	lastMsg      int32 // the message type, plus one; 0 for none
+	// srcSet and cmSet say that the session has deadline sources and
+	// commitments: none until the first message that sets a deadline
+	// source, and the first commitment operation.
+	srcSet, cmSet bool
 	// words holds the deadlines of the state's timers (Unix nanoseconds;
 	// 0 for none), to tell late messages, the latest value of each
 	// deadline source (Unix nanoseconds) and the state of each
 	// commitment, laid out by the program (see Program.layOutSpill), when
 	// they fit in it, as they do for every shipped policy but one: then a
 	// session needs no block of its own, and has no pointer to it to
-	// write or for the collector to follow. Otherwise spill does, a block
-	// allocated when first needed. Their lengths are the program's (see
-	// Handler.deadlines, srcTimes and commits), so that the session keeps
-	// no slice of them.
+	// write or for the collector to follow. Otherwise more's spill does,
+	// a block allocated with the session (see Program.ownSpill). Their lengths are the
+	// program's (see Handler.deadlines, srcTimes and commits), so that the
+	// session keeps no slice of them.
 	words inPlace
+}
+
+// sessionMore is what a session keeps only under a run budget, or when
+// its words are a block of their own (see Program.spillAt).
+type sessionMore struct {
+	// spill is the block of the session's words when they do not fit in
+	// its own (nil otherwise; see Program.ownSpill).
 	spill *int64
-	// srcSet and cmSet say that the session has deadline sources and
-	// commitments: none until the first message that sets a deadline
-	// source, and the first commitment operation.
-	srcSet, cmSet bool
+	// visits and messages count what the run budget bounds: entries into
+	// each state (nil without a visits budget) and messages exchanged.
+	visits   []int32
+	messages int32
+}
+
+// moreOf returns session s's sessionMore, which it allocates the first
+// time.
+func (s *session) moreOf() *sessionMore {
+	if s.more == nil {
+		s.more = &sessionMore{}
+	}
+	return s.more
+}
+
+// messageCount returns how many messages session s has exchanged, as
+// the run budget counts them (0 without a messages budget).
+func (s *session) messageCount() int32 {
+	if s.more == nil {
+		return 0
+	}
+	return s.more.messages
 }
 
 type commitInst struct {
@@ -173,10 +199,20 @@ type commitInst struct {
 
 // manyState is what a handler keeping one session per peer of a many
 // role needs besides: sessions by peer, how many are at a join, and the
-// pending group (opening broadcast) and join decisions.
+// pending group (opening broadcast) and join decisions. It also keeps
+// what few other handlers need, so that a handler keeps one word for all
+// of it: the messages it holds (see heldList), and the agents of its
+// roles when it has more than two (see peers). A handler with one
+// session that needs either has one, whose many role's fields are zero.
 type manyState struct {
-	peers  peerIndex
-	atJoin int32
+	peers peerIndex
+	// held holds messages that arrived before the role can take them, in
+	// arrival order (see MaxHeld).
+	held heldBox
+	// morePeers holds the agent of each role, when there are more than
+	// the handler's peerArr has room for (nil otherwise).
+	morePeers []string
+	atJoin    int32
 	// undecided counts the sessions in a join state that no released join
 	// decision covers (ticket 0), so that checkJoin need not look for
 	// one; it is not kept once the conversation has ended.
@@ -198,9 +234,10 @@ func (pr *Program) NewHandler(conversationID, self string, opts ...HandlerOption
 	h.makePeers()
 	h.peers()[pr.roleIdx] = self
 	if pr.manyRole < 0 {
-		// h.one[0] = newSession(""), without writing the zero fields of
+		// h.one[0] = pr.newSession(), without writing the zero fields of
 		// the new handler again.
 		h.one[0].state, h.one[0].timedOutFrom = -1, -1
+		pr.ownSpill(&h.one[0])
 		h.sessions = h.one[:1]
 	}
 	if len(opts) == 0 {
@@ -231,28 +268,37 @@ func (pr *Program) NewHandler(conversationID, self string, opts ...HandlerOption
 }
 
 // makePeers makes room for the agent of each role outside the handler
-// when there are more roles than it has room for.
+// (in many) when there are more roles than it has room for.
 func (h *Handler) makePeers() {
 	if n := len(h.prog.roles); n > len(h.peerArr) {
-		h.morePeers = &make([]string, n)[0]
+		h.manyOf().morePeers = make([]string, n)
 	}
+}
+
+// manyOf returns the handler's manyState, which it allocates the first
+// time.
+func (h *Handler) manyOf() *manyState {
+	if h.many == nil {
+		h.many = &manyState{}
+	}
+	return h.many
 }
 
 // peers returns the agent bound to each role, "" for none yet (the
 // handler's own agent for its role).
 func (h *Handler) peers() []string {
-	if h.morePeers != nil {
-		return unsafe.Slice(h.morePeers, len(h.prog.roles))
+	if h.many != nil && h.many.morePeers != nil {
+		return h.many.morePeers
 	}
 	return h.peerArr[:len(h.prog.roles)]
 }
 
 // peer returns where the agent bound to role r is kept (see peers).
 func (h *Handler) peer(r int) *string {
-	if h.morePeers == nil {
+	if h.many == nil || h.many.morePeers == nil {
 		return &h.peerArr[r]
 	}
-	return &h.peers()[r]
+	return &h.many.morePeers[r]
 }
 
 // heldBox holds a handler's held messages, the first in place.
@@ -263,55 +309,55 @@ type heldBox struct {
 
 // heldList returns the held messages, in arrival order.
 func (h *Handler) heldList() []heldMsg {
-	if h.held == nil {
+	if h.many == nil {
 		return nil
 	}
-	return h.held.list
+	return h.many.held.list
 }
 
 // setHeld makes list the held messages.
 func (h *Handler) setHeld(list []heldMsg) {
-	if h.held == nil {
-		if list == nil {
-			return
-		}
-		h.held = &heldBox{}
+	if h.many == nil && list == nil {
+		return
 	}
-	h.held.list = list
+	h.manyOf().held.list = list
 }
 
 // holdMsg appends e to the held messages.
 func (h *Handler) holdMsg(e heldMsg) {
-	if h.held == nil {
-		h.held = &heldBox{}
-		h.held.list = h.held.first[:0]
+	b := &h.manyOf().held
+	if b.list == nil {
+		b.list = b.first[:0]
 	}
-	h.held.list = append(h.held.list, e)
+	b.list = append(b.list, e)
 }
 
 // visitCounts returns the session's entries into each state, nil when
 // the budget does not bound visits.
 func (s *session) visitCounts() []int32 {
-	if s.visits == nil {
+	if s.more == nil {
 		return nil
 	}
-	return *s.visits
+	return s.more.visits
 }
 
-func newSession(peer string) session {
-	return session{peer: peer, state: -1, timedOutFrom: -1}
+// newSession returns a session of the program in no state yet.
+func (pr *Program) newSession() session {
+	s := session{state: -1, timedOutFrom: -1}
+	pr.ownSpill(&s)
+	return s
 }
 
 // addSession returns the index of the session with peer, which it adds
 // if there is none; false when there is none and MaxSessions are kept.
 func (h *Handler) addSession(peer string) (int, bool) {
-	if i, ok := h.many.peers.find(h.sessions, peer); ok {
+	if i, ok := h.many.peers.find(peer); ok {
 		return i, true
 	}
 	if len(h.sessions) >= MaxSessions {
 		return 0, false
 	}
-	h.sessions = append(h.sessions, newSession(peer))
+	h.sessions = append(h.sessions, h.prog.newSession())
 	h.many.peers.add(peer)
 	return len(h.sessions) - 1, true
 }
@@ -458,30 +504,32 @@ func (h *Handler) Sessions() []string {
 		return nil
 	}
 	out := make([]string, len(h.sessions))
-	for i := range h.sessions {
-		out[i] = h.sessions[i].peer
-	}
+	copy(out, h.many.peers.names)
 	return out
 }
 
+// sessionIndex returns the index of the session with peer ("" when the
+// handler has one session, whose peer is "").
 func (h *Handler) sessionIndex(peer string) (int, bool) {
 	if h.prog.manyRole < 0 {
-		return 0, peer == "" || peer == h.sessions[0].peer
+		return 0, peer == ""
 	}
-	return h.many.peers.find(h.sessions, peer)
+	return h.many.peers.find(peer)
 }
 
+// sessionName returns the peer of session i: the many role's agent in
+// it, or "" when the handler has one session.
 func (h *Handler) sessionName(i int) string {
 	if h.prog.manyRole < 0 {
 		return ""
 	}
-	return h.sessions[i].peer
+	return h.many.peers.names[i]
 }
 
 // agentOf returns the agent playing role r as seen from session i.
 func (h *Handler) agentOf(i, r int) string {
 	if r == h.prog.manyRole {
-		return h.sessions[i].peer
+		return h.many.peers.names[i]
 	}
 	return *h.peer(r)
 }
@@ -694,7 +742,7 @@ func (h *Handler) emitTimer(out *Queue, op TimerOp, at *time.Time, k int, c *com
 	pr := h.prog
 	session := "" // h.sessionName(i), reading h.prog once
 	if pr.manyRole >= 0 {
-		session = h.sessions[i].peer
+		session = h.many.peers.names[i]
 	}
 	reuse.String(&e.Session, session)
 	setTime(&e.At, *at)
@@ -828,11 +876,7 @@ func (h *Handler) fillDecision(e *DecisionEvent, i int, ticket uint64) {
 		choices = h.choices(i)
 	}
 	reuse.Slice(&r.Choices, choices)
-	peer := ""
-	if pr.manyRole >= 0 {
-		peer = s.peer
-	}
-	reuse.String(&r.Peer, peer)
+	reuse.String(&r.Peer, h.sessionName(i))
 	reuse.Map(&r.Content, s.content)
 	reuse.Map(&r.Vars, s.vars)
 	reuse.Slice(&r.Sessions, nil)
@@ -932,7 +976,7 @@ func (h *Handler) releaseJoin(at time.Time, out *Queue) {
 			// The choices alone: the rest of a request is the first's.
 			choices = h.choices(i)
 		}
-		e.Request.Sessions = append(e.Request.Sessions, decision.Session{Peer: s.peer, Choices: choices, Content: s.content, Vars: s.vars})
+		e.Request.Sessions = append(e.Request.Sessions, decision.Session{Peer: h.many.peers.names[i], Choices: choices, Content: s.content, Vars: s.vars})
 	}
 	out.emit(e)
 }
@@ -977,7 +1021,7 @@ func (h *Handler) finish(at *time.Time, out *Queue) {
 		}
 		for i := range h.sessions {
 			st := h.sessions[i].state
-			e.Outcomes[h.sessions[i].peer] = h.prog.states[st].outcome
+			e.Outcomes[h.many.peers.names[i]] = h.prog.states[st].outcome
 			byState[st]++
 		}
 		counts := map[string]int{}

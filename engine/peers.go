@@ -18,9 +18,9 @@ const MaxSessions = 1<<ticketSessionBits - 1
 // session's index plus one in the low 24 bits (0 for an empty slot) and 8
 // bits of the peer's hash above them, 5 to 11 bytes a session. A lookup
 // reads a slot or a few neighbours, in one cache line or two, and then
-// the session's peer, which the step that follows reads anyway: a map
-// keyed by peer would spend, with thousands of peers, cache and TLB
-// misses on its groups and its keys.
+// the peer's name: a map keyed by peer would spend, with thousands of
+// peers, cache and TLB misses on its groups and its keys. The names are
+// the sessions' peers: a session keeps none of its own.
 type peerIndex struct {
 	names []string
 	slots []uint32
@@ -35,9 +35,8 @@ const (
 	slotTagShift  = ticketSessionBits
 )
 
-// find returns the index of the session with peer, given the sessions
-// indexed.
-func (x *peerIndex) find(sessions []session, peer string) (int, bool) {
+// find returns the index of the session with peer.
+func (x *peerIndex) find(peer string) (int, bool) {
 	if len(x.names) == 0 {
 		return 0, false
 	}
@@ -50,7 +49,7 @@ func (x *peerIndex) find(sessions []session, peer string) (int, bool) {
 			return 0, false
 		}
 		if s>>slotTagShift == tag {
-			if i := int(s&slotIndexMask) - 1; sessions[i].peer == peer {
+			if i := int(s&slotIndexMask) - 1; x.names[i] == peer {
 				return i, true
 			}
 		}

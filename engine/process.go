@@ -121,7 +121,7 @@ func (h *Handler) received(e *MessageEvent, out *Queue) {
 	i := 0
 	if pr.manyRole >= 0 {
 		var ok bool
-		if i, ok = h.many.peers.find(h.sessions, m.Sender); !ok {
+		if i, ok = h.many.peers.find(m.Sender); !ok {
 			h.protocolError(out, at, CodeUnknownAgent, -1, m, false, "%s is not a %s of this conversation", policy.Quote(m.Sender), pr.roles[pr.manyRole])
 			return
 		}
@@ -249,7 +249,7 @@ func (h *Handler) afterEnd(i int, m *forms.Message, at time.Time, out *Queue) {
 	// Only this peer's session may have ended, not the conversation.
 	what := "the conversation"
 	if !h.done {
-		what = "the session with " + s.peer
+		what = "the session with " + h.sessionName(i)
 	}
 	if s.timedOutFrom >= 0 {
 		if mt, err := h.classify(i, pr.states[s.timedOutFrom].recvs, pr.states[s.timedOutFrom].recvMatch, m, m.Sender, true); err == nil && mt.t != nil {
@@ -369,7 +369,7 @@ func (h *Handler) sent(e *MessageEvent, out *Queue) error {
 		// each would look at every session for each new peer).
 		mayJoin := -1
 		for _, r := range m.Receivers {
-			i, ok := h.many.peers.find(h.sessions, r)
+			i, ok := h.many.peers.find(r)
 			if !ok && mayJoin < 0 {
 				mayJoin = 0
 				if len(h.sessions) == 0 || h.allAtInitial() {
@@ -415,7 +415,7 @@ func (h *Handler) sent(e *MessageEvent, out *Queue) error {
 			agent = m.Receivers[0]
 		}
 		if pr.manyRole >= 0 {
-			agent = s.peer
+			agent = h.sessionName(i)
 		}
 		mt, err := h.classify(i, sp.sends, sp.sendMatch, m, agent, false)
 		if err != nil {
@@ -436,7 +436,7 @@ func (h *Handler) sent(e *MessageEvent, out *Queue) error {
 		}
 		applied := h.mode == Observe
 		if pr.manyRole >= 0 && sp.join && s.ticket == 0 && h.onlyAtJoins(mt.t.msg) {
-			h.protocolError(out, at, CodeJoinPending, i, m, applied, "%s sent by %s to %s before the join at state %s was released: %s neither reached it nor ended, and no timer of the join has fired", pr.msgs[mt.t.msg].name, policy.Quote(m.Sender), policy.Quote(s.peer), policy.Quote(sp.name), h.notAtJoin())
+			h.protocolError(out, at, CodeJoinPending, i, m, applied, "%s sent by %s to %s before the join at state %s was released: %s neither reached it nor ended, and no timer of the join has fired", pr.msgs[mt.t.msg].name, policy.Quote(m.Sender), policy.Quote(h.sessionName(i)), policy.Quote(sp.name), h.notAtJoin())
 			if !applied {
 				continue
 			}
@@ -489,7 +489,7 @@ func (h *Handler) notAtJoin() string {
 	var peers []string
 	for i := range h.sessions {
 		if st := h.sessions[i].state; st >= 0 && !h.prog.states[st].join && !h.prog.states[st].terminal {
-			peers = append(peers, h.sessions[i].peer)
+			peers = append(peers, h.sessionName(i))
 		}
 	}
 	if len(peers) == 1 {
@@ -804,7 +804,7 @@ func (h *Handler) take(i int, choice string, content map[string]any, replyBy tim
 	case !single:
 		receivers = h.groupReceivers(group)
 	case t.peer == pr.manyRole:
-		if h.sessions[i].peer == "" {
+		if h.sessionName(i) == "" {
 			return false, h.noAgent(t.peer)
 		}
 		receivers = h.many.peers.receivers(i)
@@ -880,7 +880,7 @@ func (h *Handler) groupReceivers(group []int) []string {
 	}
 	receivers := make([]string, len(group))
 	for k, j := range group {
-		receivers[k] = h.sessions[j].peer
+		receivers[k] = h.sessionName(j)
 	}
 	return receivers
 }
@@ -940,7 +940,7 @@ func (h *Handler) answerJoin(e *DecisionEvent, out *Queue) error {
 	*list = waiting
 	var missing []string
 	for _, i := range waiting {
-		peer := h.sessions[i].peer
+		peer := h.sessionName(i)
 		a, ok := e.Answer.Sessions[peer]
 		if !ok {
 			missing = append(missing, peer)
@@ -964,7 +964,7 @@ func (h *Handler) answerJoin(e *DecisionEvent, out *Queue) error {
 			isWaiting[i] = true
 		}
 		for peer := range e.Answer.Sessions {
-			if i, ok := h.many.peers.find(h.sessions, peer); !ok || !isWaiting[i] {
+			if i, ok := h.many.peers.find(peer); !ok || !isWaiting[i] {
 				stale = append(stale, peer)
 			}
 		}

@@ -70,7 +70,7 @@ func (h *Handler) Open() []DecisionEvent {
 				join = &DecisionEvent{Ticket: s.ticket, Request: req}
 				join.Request.Peer, join.Request.Content, join.Request.Vars = "", nil, nil
 			}
-			join.Request.Sessions = append(join.Request.Sessions, decision.Session{Peer: s.peer, Choices: req.Choices, Content: s.content, Vars: s.vars})
+			join.Request.Sessions = append(join.Request.Sessions, decision.Session{Peer: h.sessionName(i), Choices: req.Choices, Content: s.content, Vars: s.vars})
 			continue
 		}
 		out = append(out, DecisionEvent{Ticket: s.ticket, Request: h.request(i, s.ticket)})

@@ -153,7 +153,7 @@ func (h *Handler) snapshotHeader() snapshot {
 
 // sessionSnapshot returns session s as a snapshot keeps it, its
 // commitments appended to commits.
-func (h *Handler) sessionSnapshot(s *session, commits []commitSnapshot) sessionSnapshot {
+func (h *Handler) sessionSnapshot(i int, commits []commitSnapshot) sessionSnapshot {
 	pr := h.prog
 	name := func(st int32) string {
 		if st < 0 {
@@ -161,11 +161,12 @@ func (h *Handler) sessionSnapshot(s *session, commits []commitSnapshot) sessionS
 		}
 		return pr.states[st].name
 	}
+	s := &h.sessions[i]
 	ss := sessionSnapshot{
-		Peer: s.peer, State: name(s.state), TimedOutFrom: name(s.timedOutFrom), Epoch: s.epoch, Ticket: s.ticket,
+		Peer: h.sessionName(i), State: name(s.state), TimedOutFrom: name(s.timedOutFrom), Epoch: s.epoch, Ticket: s.ticket,
 		Deadlines: h.deadlines(s), LastReplyWith: s.lastReplyWith, LastInReplyTo: s.lastInReplyTo, LastSender: s.lastSender,
 		Content: s.content, Sent: s.sent, Vars: s.vars, SrcTimes: h.srcTimes(s),
-		Messages: s.messages, Visits: s.visitCounts(),
+		Messages: s.messageCount(), Visits: s.visitCounts(),
 	}
 	if s.lastMsg > 0 {
 		ss.LastMessage = pr.msgs[s.lastMsg-1].name
@@ -338,15 +339,16 @@ func (pr *Program) restore(sn *snapshot) (*Handler, error) {
 			h.sessions = h.one[:1]
 			continue
 		}
-		if _, ok := h.many.peers.find(h.sessions, s.peer); ok {
-			return nil, fmt.Errorf("session %d: %s has two sessions", i, q(s.peer))
+		peer := sn.Sessions[i].Peer
+		if _, ok := h.many.peers.find(peer); ok {
+			return nil, fmt.Errorf("session %d: %s has two sessions", i, q(peer))
 		}
 		if h.sessions == nil {
 			h.sessions = make([]session, 0, len(sn.Sessions))
 			h.many.peers.reserve(len(sn.Sessions))
 		}
 		h.sessions = append(h.sessions, s)
-		h.many.peers.add(s.peer)
+		h.many.peers.add(peer)
 	}
 	if ended != sn.Ended {
 		return nil, fmt.Errorf("%d sessions are in a terminal state, the snapshot counts %d", ended, sn.Ended)
@@ -376,7 +378,7 @@ func (sn *snapshot) issued(what string, n uint64) error {
 func (pr *Program) restoreSession(sn *snapshot, i int) (session, error) {
 	q := policy.Quote
 	ss := &sn.Sessions[i]
-	s := newSession(ss.Peer)
+	s := pr.newSession()
 	switch {
 	case pr.manyRole < 0 && ss.Peer != "":
 		return s, fmt.Errorf("a role with one peer keeps one session without a peer, not one with %s", q(ss.Peer))

@@ -78,7 +78,7 @@ func (h *Handler) appendSnapshot(b []byte) ([]byte, error) {
 	var commits [2]commitSnapshot
 	var err error
 	for i := range h.sessions {
-		ss := h.sessionSnapshot(&h.sessions[i], commits[:0])
+		ss := h.sessionSnapshot(i, commits[:0])
 		if b, err = appendSession(b, &ss); err != nil {
 			return nil, fmt.Errorf("session %d: %w", i, err)
 		}

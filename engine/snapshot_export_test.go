@@ -12,7 +12,7 @@ func JSONSnapshot(h *Handler) ([]byte, error) {
 	sn := h.snapshotHeader()
 	sn.Version = jsonSnapshotVersion
 	for i := range h.sessions {
-		sn.Sessions = append(sn.Sessions, h.sessionSnapshot(&h.sessions[i], nil))
+		sn.Sessions = append(sn.Sessions, h.sessionSnapshot(i, nil))
 	}
 	sn.Held = h.heldSnapshots()
 	return json.Marshal(sn)

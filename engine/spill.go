@@ -11,8 +11,8 @@ import "unsafe"
 // timers arms), the sources from spillSrc and the commitments from
 // spillCm (commitWords each). The block is the session's words when it
 // fits in them, as it does for every shipped policy but
-// contract-net-negotiation, and one allocated for the session (spill)
-// otherwise.
+// contract-net-negotiation, and one allocated with the session (its
+// sessionMore's spill) otherwise.
 
 // commitWords is the size of a commitInst in words.
 const commitWords = int(unsafe.Sizeof(commitInst{}) / unsafe.Sizeof(int64(0)))
@@ -53,7 +53,7 @@ func (pr *Program) layOutSpill() {
 
 // spillAt returns the n words of session s's block from word off,
 // within the block (the program's layout): the session's words when the
-// block fits in them, else one allocated the first time.
+// block fits in them, else its own (see ownSpill).
 func (pr *Program) spillAt(s *session, off, n int) unsafe.Pointer {
 	// off, a sum of lengths, and n, a length, are not negative.
 	if uint(off+n) > uint(pr.spillWords) {
@@ -62,10 +62,18 @@ func (pr *Program) spillAt(s *session, off, n int) unsafe.Pointer {
 	if pr.spillWords <= sessionWords {
 		return unsafe.Add(unsafe.Pointer(&s.words), off*8)
 	}
-	if s.spill == nil {
-		s.spill = &make([]int64, pr.spillWords)[0]
+	return unsafe.Add(unsafe.Pointer(s.more.spill), off*8)
+}
+
+// ownSpill gives new session s the block of words of its own that the
+// program's layout needs when it does not fit in the session's words:
+// allocated with the session rather than when first needed, so that
+// spillAt, which every deadline, source and commitment access inlines,
+// has no allocation to make.
+func (pr *Program) ownSpill(s *session) {
+	if pr.spillWords > sessionWords {
+		s.moreOf().spill = &make([]int64, pr.spillWords)[0]
 	}
-	return unsafe.Add(unsafe.Pointer(s.spill), off*8)
 }
 
 // deadlineSlots returns the room for the deadlines of n timers in

@@ -31,7 +31,7 @@ func TestSpillKeepsEachValue(t *testing.T) {
 				if prog.spillWords > sessionWords {
 					allocated++
 				}
-				s := newSession("")
+				s := prog.newSession()
 				arms := 0
 				for k := range prog.states {
 					arms = max(arms, len(prog.states[k].arms))
@@ -66,7 +66,7 @@ func TestSpillKeepsEachValue(t *testing.T) {
 					assert.Equal(t, commitInst{state: phaseDetached, epoch: uint64(v), deadline: v + 1}, c, "commitment %d", j)
 					v += 2
 				}
-				assert.Equal(t, prog.spillWords > sessionWords, s.spill != nil, "an allocated block for %d words", prog.spillWords)
+				assert.Equal(t, prog.spillWords > sessionWords, s.more != nil && s.more.spill != nil, "an allocated block for %d words", prog.spillWords)
 			})
 		}
 	}
