@@ -153,9 +153,9 @@ type session struct {
 	// they fit in it, as they do for every shipped policy but one: then a
 	// session needs no block of its own, and has no pointer to it to
 	// write or for the collector to follow. Otherwise more's spill does,
-	// a block allocated with the session (see Program.ownSpill). Their lengths are the
-	// program's (see Handler.deadlines, srcTimes and commits), so that the
-	// session keeps no slice of them.
+	// a block allocated with the session (see Program.ownSpill). Their
+	// lengths are the program's (see Handler.deadlines, srcTimes and
+	// commits), so that the session keeps no slice of them.
 	words inPlace
 }
 
