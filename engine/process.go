@@ -925,6 +925,24 @@ func putIndexList(list *[]int) {
 	indexLists.Put(list)
 }
 
+// A joinAnswer is the answer a join decision gives a waiting session,
+// and whether it gives one.
+type joinAnswer struct {
+	decision.SessionAnswer
+	ok bool
+}
+
+// joinAnswers holds the lists of answers answerJoin looks up.
+var joinAnswers = sync.Pool{New: func() any { return new([]joinAnswer) }}
+
+// putJoinAnswers gives list back to joinAnswers, dropping its answers'
+// content, which is the caller's.
+func putJoinAnswers(list *[]joinAnswer) {
+	clear(*list)
+	*list = (*list)[:0]
+	joinAnswers.Put(list)
+}
+
 // answerJoin applies a join decision: one answer per waiting session.
 func (h *Handler) answerJoin(e *DecisionEvent, out *Queue) error {
 	// One pass over the sessions, into room for all of them (a word
@@ -938,12 +956,22 @@ func (h *Handler) answerJoin(e *DecisionEvent, out *Queue) error {
 		}
 	}
 	*list = waiting
+	// Every answer is looked up before any is taken: with many sessions
+	// each lookup misses the cache, and lookups that follow one another
+	// wait for their misses together, where a take between two would
+	// make each wait alone.
+	found := joinAnswers.Get().(*[]joinAnswer)
+	defer putJoinAnswers(found)
+	answers := slices.Grow((*found)[:0], len(waiting))[:len(waiting)]
+	*found = answers
+	for k, i := range waiting {
+		answers[k].SessionAnswer, answers[k].ok = e.Answer.Sessions[h.sessionName(i)]
+	}
 	var missing []string
-	for _, i := range waiting {
-		peer := h.sessionName(i)
-		a, ok := e.Answer.Sessions[peer]
-		if !ok {
-			missing = append(missing, peer)
+	for k, i := range waiting {
+		a := &answers[k]
+		if !a.ok {
+			missing = append(missing, h.sessionName(i))
 			continue
 		}
 		if a.Choice == "" {
