@@ -108,6 +108,21 @@ func (w *worker) withPeers(role string, agents []string) engine.HandlerOption {
 	return p.opt
 }
 
+// samePeers returns the WithPeers option start made last when peers
+// binds the same agents to the same role, and nothing else: one lookup,
+// where ranging over peers costs several times that. It returns nil
+// otherwise.
+func (w *worker) samePeers(peers map[string][]string) engine.HandlerOption {
+	p := &w.peerOpt
+	if p.opt == nil || len(peers) != 1 {
+		return nil
+	}
+	if agents, ok := peers[p.role]; !ok || !slices.Equal(agents, p.agents) {
+		return nil
+	}
+	return p.opt
+}
+
 // start creates a conversation and starts its handler.
 func (w *worker) start(id string, req *startReq, now time.Time) error {
 	m := w.m
@@ -121,8 +136,12 @@ func (w *worker) start(id string, req *startReq, now time.Time) error {
 	}
 	var optBuf [4]engine.HandlerOption
 	opts := optBuf[:0]
-	for role, agents := range req.peers {
-		opts = append(opts, w.withPeers(role, agents))
+	if opt := w.samePeers(req.peers); opt != nil {
+		opts = append(opts, opt)
+	} else {
+		for role, agents := range req.peers {
+			opts = append(opts, w.withPeers(role, agents))
+		}
 	}
 	if req.data != nil {
 		opts = append(opts, engine.WithContent(req.data))
@@ -490,10 +509,11 @@ func (m *Manager) runDecision(ctx context.Context, id string, ticket uint64, req
 	if m.o.decider != nil {
 		a, err = m.o.decider.Decide(ctx, req)
 	}
-	if errors.Is(err, decision.ErrNoDecision) && bound != nil {
+	// An answer (err nil) is most decisions': it takes no errors.Is.
+	if err != nil && bound != nil && errors.Is(err, decision.ErrNoDecision) {
 		a, err = bound.Decide(ctx, req)
 	}
-	if errors.Is(err, decision.ErrNoDecision) && m.o.async != nil {
+	if err != nil && m.o.async != nil && errors.Is(err, decision.ErrNoDecision) {
 		m.o.async(DecisionRequest{Conversation: id, Ticket: ticket, Request: *req})
 		return decision.Answer{}, errAsync, false
 	}
@@ -508,7 +528,7 @@ func (w *worker) decided(c *conversation, ticket uint64, j *decisionJob, now tim
 	switch {
 	case j.abort:
 		w.abort(c, j.err.Error(), now)
-	case errors.Is(j.err, errAsync):
+	case j.err != nil && errors.Is(j.err, errAsync):
 	default:
 		point := ""
 		if j.err != nil { // only a failure is reported with its point

@@ -105,8 +105,12 @@ func (w *worker) copyChoices(choices []string) []string {
 		w.choices = make([]string, 0, choiceBlock)
 	}
 	start := len(w.choices)
-	w.choices = append(w.choices, choices...)
-	return w.choices[start:len(w.choices):len(w.choices)]
+	w.choices = w.choices[:start+n]
+	cp := w.choices[start : start+n : start+n]
+	for i, s := range choices { // a few strings: no call, as append's copy makes
+		cp[i] = s
+	}
+	return cp
 }
 
 // releaseJob keeps j for the next decision once its result came back
