@@ -217,14 +217,19 @@ var noFields forms.Fields
 // is never 0: 0 is none.) The time is a pointer, and the deadline a
 // number, so that the call passes and returns in registers.
 func (h *Handler) lateBy(s *session, at *time.Time, role int) int64 {
-	if s.state < 0 || at.IsZero() {
+	if s.state < 0 {
 		return 0
 	}
 	arms := h.prog.states[s.state].arms
 	if len(arms) == 0 {
 		return 0
 	}
+	// A message at the zero time is not late; nanos is 0 for it, so
+	// the time is tested only then.
 	atn := nanos(*at)
+	if atn == 0 && at.IsZero() {
+		return 0
+	}
 	for j, d := range h.prog.deadlineSlots(s, len(arms)) {
 		if d == 0 || atn < d {
 			continue
