@@ -573,7 +573,7 @@ func (h *Handler) enter(i, st int, at *time.Time, out *Queue, inGroup bool) {
 		}
 	}
 	h.countVisit(i, st)
-	h.changeState(i, st)
+	h.changeState(s, st)
 	sp := &pr.states[st]
 	if !sp.entering && pr.manyRole < 0 {
 		return
@@ -618,10 +618,11 @@ func (h *Handler) enter(i, st int, at *time.Time, out *Queue, inGroup bool) {
 	}
 }
 
-// changeState puts session i in state st, in a new epoch without a
-// decision pending (after countVisit has counted the visit).
-func (h *Handler) changeState(i, st int) {
-	s := &h.sessions[i]
+// changeState puts session s in state st, in a new epoch without a
+// decision pending (after countVisit has counted the visit). Its caller
+// holds the session: looking it up again by index would cost a bounds
+// check.
+func (h *Handler) changeState(s *session, st int) {
 	s.state = int32(st)
 	s.epoch = h.next()
 	s.ticket = 0
