@@ -593,8 +593,16 @@ func (h *Handler) enter(i, st int, at *time.Time, out *Queue, inGroup bool) {
 	if sp.join && pr.manyRole >= 0 {
 		h.many.undecided++ // changeState left no ticket
 	}
-	switch {
-	case sp.terminal:
+	switch sp.entry {
+	case entryRaise:
+		if inGroup {
+			break // the group's decision is raised once for all
+		}
+		h.raise(i, sp, at, out)
+		if pr.manyRole < 0 {
+			return // no join to check, and nothing else to keep
+		}
+	case entryEnd:
 		if s.cmSet { // else it has no commitment to end
 			h.endCommitments(i, at, "conversation ended", out)
 		}
@@ -603,15 +611,10 @@ func (h *Handler) enter(i, st int, at *time.Time, out *Queue, inGroup bool) {
 			h.finish(at, out)
 			return
 		}
-	case sp.child != nil:
+	case entryChild:
 		h.loadChild(i, sp, *at, out)
-	case sp.join && pr.manyRole >= 0:
+	case entryJoin:
 		h.many.atJoin++
-	case len(sp.sends) > 0 && !inGroup:
-		h.raise(i, sp, at, out)
-		if pr.manyRole < 0 {
-			return // no join to check, and nothing else to keep
-		}
 	}
 	if pr.manyRole >= 0 {
 		h.checkJoin(*at, out)
