@@ -107,8 +107,12 @@ func (h *Handler) commitMove(i, k int, to, then commitPhase, at *time.Time, caus
 	pr := h.prog
 	c := &pr.commits[k]
 	inst := &pr.commitSlots(&h.sessions[i])[k] // set: the session has commitments
+	// The agents and the session are those of both moves: looked up
+	// once. The timer a move arms is the one the next move cancels.
+	debtor, creditor, session := h.agentOf(i, c.debtor), h.agentOf(i, c.creditor), h.sessionName(i)
+	armed := c.timer(inst.state)
 	for {
-		if armed := c.timer(inst.state); armed >= 0 {
+		if armed >= 0 {
 			h.emitTimer(out, TimerCancel, at, armed, c, i, inst.epoch)
 		}
 		inst.state = to
@@ -118,13 +122,13 @@ func (h *Handler) commitMove(i, k int, to, then commitPhase, at *time.Time, caus
 		setTime(&e.At, *at)
 		reuse.String(&e.Name, c.name)
 		reuse.String(&e.State, to.state())
-		reuse.String(&e.Debtor, h.agentOf(i, c.debtor))
-		reuse.String(&e.Creditor, h.agentOf(i, c.creditor))
-		reuse.String(&e.Session, h.sessionName(i))
+		reuse.String(&e.Debtor, debtor)
+		reuse.String(&e.Creditor, creditor)
+		reuse.String(&e.Session, session)
 		reuse.String(&e.Cause, cause)
 		out.emit(e)
-		if timer := c.timer(to); timer >= 0 {
-			inst.deadline = h.emitTimer(out, TimerSet, at, timer, c, i, inst.epoch)
+		if armed = c.timer(to); armed >= 0 {
+			inst.deadline = h.emitTimer(out, TimerSet, at, armed, c, i, inst.epoch)
 		}
 		if then == phaseNone {
 			return

@@ -573,7 +573,7 @@ func (h *Handler) enter(i, st int, at *time.Time, out *Queue, inGroup bool) {
 		}
 	}
 	h.countVisit(i, st)
-	h.changeState(i, st)
+	h.changeState(s, st)
 	sp := &pr.states[st]
 	if !sp.entering && pr.manyRole < 0 {
 		return
@@ -593,8 +593,16 @@ func (h *Handler) enter(i, st int, at *time.Time, out *Queue, inGroup bool) {
 	if sp.join && pr.manyRole >= 0 {
 		h.many.undecided++ // changeState left no ticket
 	}
-	switch {
-	case sp.terminal:
+	switch sp.entry {
+	case entryRaise:
+		if inGroup {
+			break // the group's decision is raised once for all
+		}
+		h.raise(i, sp, at, out)
+		if pr.manyRole < 0 {
+			return // no join to check, and nothing else to keep
+		}
+	case entryEnd:
 		if s.cmSet { // else it has no commitment to end
 			h.endCommitments(i, at, "conversation ended", out)
 		}
@@ -603,25 +611,21 @@ func (h *Handler) enter(i, st int, at *time.Time, out *Queue, inGroup bool) {
 			h.finish(at, out)
 			return
 		}
-	case sp.child != nil:
+	case entryChild:
 		h.loadChild(i, sp, *at, out)
-	case sp.join && pr.manyRole >= 0:
+	case entryJoin:
 		h.many.atJoin++
-	case len(sp.sends) > 0 && !inGroup:
-		h.raise(i, at, out)
-		if pr.manyRole < 0 {
-			return // no join to check, and nothing else to keep
-		}
 	}
 	if pr.manyRole >= 0 {
 		h.checkJoin(*at, out)
 	}
 }
 
-// changeState puts session i in state st, in a new epoch without a
-// decision pending (after countVisit has counted the visit).
-func (h *Handler) changeState(i, st int) {
-	s := &h.sessions[i]
+// changeState puts session s in state st, in a new epoch without a
+// decision pending (after countVisit has counted the visit). Its caller
+// holds the session: looking it up again by index would cost a bounds
+// check.
+func (h *Handler) changeState(s *session, st int) {
 	s.state = int32(st)
 	s.epoch = h.next()
 	s.ticket = 0
@@ -853,17 +857,16 @@ func containsString(list []string, s string) bool {
 
 func (h *Handler) request(i int, ticket uint64) decision.Request {
 	var e DecisionEvent
-	h.fillDecision(&e, i, ticket)
+	h.fillDecision(&e, i, &h.prog.states[h.sessions[i].state], ticket)
 	return e.Request
 }
 
-// fillDecision writes the decision request of session i for ticket into
-// e, every field of its Request and its Ticket, with package reuse, and
-// clears its Answer: e may be a reused output event. (Its At is the
-// caller's.)
-func (h *Handler) fillDecision(e *DecisionEvent, i int, ticket uint64) {
+// fillDecision writes the decision request of session i, in state sp,
+// for ticket into e, every field of its Request and its Ticket, with
+// package reuse, and clears its Answer: e may be a reused output event.
+// (Its At is the caller's.)
+func (h *Handler) fillDecision(e *DecisionEvent, i int, sp *stateProg, ticket uint64) {
 	pr, s := h.prog, &h.sessions[i]
-	sp := &pr.states[s.state]
 	r := &e.Request
 	e.Ticket = ticket
 	reuse.String(&r.ConversationID, h.conv)
@@ -883,15 +886,16 @@ func (h *Handler) fillDecision(e *DecisionEvent, i int, ticket uint64) {
 	e.clearAnswer()
 }
 
-// raise asks for a decision for session i. Like emitTimer, it takes
-// its event and its place in the events itself, has raiseGrow make room
-// when there is none, and emits the event before fillDecision fills it:
-// nothing it holds is live across a call.
-func (h *Handler) raise(i int, at *time.Time, out *Queue) {
+// raise asks for a decision for session i, which enter has put in
+// state sp. Like emitTimer, it takes its event and its place in the
+// events itself, has raiseGrow make room when there is none, and emits
+// the event before fillDecision fills it: nothing it holds is live
+// across a call.
+func (h *Handler) raise(i int, sp *stateProg, at *time.Time, out *Queue) {
 	items, j, events := out.decisions.items, out.decisions.n, out.events
 	n := len(events)
 	if uint(j) >= uint(len(items)) || n >= cap(events) {
-		h.raiseGrow(i, at, out)
+		h.raiseGrow(i, sp, at, out)
 		return
 	}
 	e := &items[j] // every field is written
@@ -902,15 +906,15 @@ func (h *Handler) raise(i int, at *time.Time, out *Queue) {
 	setTime(&e.At, *at)
 	t := h.ticketFor(i)
 	h.sessions[i].ticket = t
-	h.fillDecision(e, i, t)
+	h.fillDecision(e, i, sp, t)
 }
 
 // raiseGrow makes room for one more decision and event, and raises the
 // decision with raise.
-func (h *Handler) raiseGrow(i int, at *time.Time, out *Queue) {
+func (h *Handler) raiseGrow(i int, sp *stateProg, at *time.Time, out *Queue) {
 	out.decisions.grow()
 	out.events = slices.Grow(out.events, 1)
-	h.raise(i, at, out)
+	h.raise(i, sp, at, out)
 }
 
 // clearAnswer zeroes the Answer of an output decision taken from the

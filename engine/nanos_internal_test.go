@@ -42,3 +42,43 @@ func TestNanos(t *testing.T) {
 		})
 	}
 }
+
+// lateBy tests the message's time against the deadlines of the state
+// by nanos, and whether the time is zero only when nanos is 0: a message
+// at the zero time is never late, one at the epoch (whose nanos is 0
+// too) is late for a deadline before it, and a role a timer exempts is
+// never late for it.
+func TestLateByTheDeadlinesOfTheState(t *testing.T) {
+	pr := &Program{
+		states: []stateProg{{arms: []int{0}}, {}},
+		timers: []timerProg{{name: "reply", src: -1, exempt: 1 << 1}},
+	}
+	h := &Handler{prog: pr}
+	deadline := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	before := time.Unix(-1, 0).UnixNano()
+	tests := []struct {
+		name     string
+		state    int32
+		deadline int64
+		at       time.Time
+		role     int
+		want     int64
+	}{
+		{name: "no state", state: -1, deadline: deadline.UnixNano(), at: deadline, want: 0},
+		{name: "a state without timers", state: 1, at: deadline, want: 0},
+		{name: "no deadline armed", at: deadline, want: 0},
+		{name: "before the deadline", deadline: deadline.UnixNano(), at: deadline.Add(-1), want: 0},
+		{name: "at the deadline", deadline: deadline.UnixNano(), at: deadline, want: deadline.UnixNano()},
+		{name: "after it, in another location", deadline: deadline.UnixNano(), at: deadline.Add(time.Hour).In(time.FixedZone("X", 3600)), want: deadline.UnixNano()},
+		{name: "the zero time", deadline: before, at: time.Time{}, want: 0},
+		{name: "the epoch, after a deadline before it", deadline: before, at: time.Unix(0, 0), want: before},
+		{name: "the epoch, before the deadline", deadline: deadline.UnixNano(), at: time.Unix(0, 0), want: 0},
+		{name: "a role the timer exempts", deadline: deadline.UnixNano(), at: deadline, role: 1, want: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &session{state: tt.state, words: inPlace{dl: [1]int64{tt.deadline}}}
+			assert.Equal(t, tt.want, h.lateBy(s, &tt.at, tt.role))
+		})
+	}
+}

@@ -217,14 +217,19 @@ var noFields forms.Fields
 // is never 0: 0 is none.) The time is a pointer, and the deadline a
 // number, so that the call passes and returns in registers.
 func (h *Handler) lateBy(s *session, at *time.Time, role int) int64 {
-	if s.state < 0 || at.IsZero() {
+	if s.state < 0 {
 		return 0
 	}
 	arms := h.prog.states[s.state].arms
 	if len(arms) == 0 {
 		return 0
 	}
+	// A message at the zero time is not late; nanos is 0 for it, so
+	// the time is tested only then.
 	atn := nanos(*at)
+	if atn == 0 && at.IsZero() {
+		return 0
+	}
 	for j, d := range h.prog.deadlineSlots(s, len(arms)) {
 		if d == 0 || atn < d {
 			continue
@@ -532,7 +537,38 @@ func (h *Handler) apply(i int, t *transProg, m *forms.Message, at *time.Time, ou
 		}
 	}
 	if t.msgWork {
-		h.applyMessage(i, t.msg, m, at, out)
+		// What a message of its type does besides its transition: it
+		// notes the deadlines it sets and performs its commitment
+		// operations (after the agents it binds are bound). Here, not in
+		// a call of its own, which would keep apply's arguments across
+		// it, and look the session and the program up again.
+		mp := &pr.msgs[t.msg]
+		if len(mp.srcs) > 0 {
+			s.srcSet = true
+			srcTimes := pr.srcSlots(s)
+			for _, k := range mp.srcs {
+				d, _ := forms.Time(m, pr.deadlineSrc[k].field)
+				srcTimes[k] = nanos(h.boundWait(d, *at))
+			}
+		}
+		if len(mp.ops) > 0 {
+			s.cmSet = true
+			insts := pr.commitSlots(s)
+			if op := &mp.ops[0]; len(mp.ops) == 1 {
+				// Most messages' one operation, without a loop, which
+				// reloads what it keeps after each call.
+				if mv := op.move(insts); mv.to != phaseNone {
+					h.commitMove(i, op.commit, mv.to, mv.then, at, mp.name, out)
+				}
+			} else {
+				for k := range mp.ops {
+					op := &mp.ops[k]
+					if mv := op.move(insts); mv.to != phaseNone {
+						h.commitMove(i, op.commit, mv.to, mv.then, at, mp.name, out)
+					}
+				}
+			}
+		}
 	}
 	s.timedOutFrom = -1
 	h.enter(i, t.next, at, out, false)
@@ -547,42 +583,6 @@ func noteMessage(s *session, t *transProg, m *forms.Message, bound *string) {
 	s.lastReplyWith, s.lastInReplyTo, s.lastMsg, s.lastSender, s.content = m.ReplyWith, m.InReplyTo, int32(t.msg+1), m.Sender, m.Content
 	if bound != nil && *bound == "" {
 		*bound = m.Sender
-	}
-}
-
-// applyMessage does what a message of type msg does for session i besides
-// its transition: it notes the deadlines it sets and performs its
-// commitment operations (after the agents it binds are bound).
-func (h *Handler) applyMessage(i, msg int, m *forms.Message, at *time.Time, out *Queue) {
-	pr := h.prog
-	s := &h.sessions[i]
-	mp := &pr.msgs[msg]
-	if len(mp.srcs) > 0 {
-		s.srcSet = true
-		srcTimes := pr.srcSlots(s)
-		for _, k := range mp.srcs {
-			t, _ := forms.Time(m, pr.deadlineSrc[k].field)
-			srcTimes[k] = nanos(h.boundWait(t, *at))
-		}
-	}
-	if len(mp.ops) == 0 {
-		return
-	}
-	s.cmSet = true
-	insts := pr.commitSlots(s)
-	if op := &mp.ops[0]; len(mp.ops) == 1 {
-		// Most messages' one operation, without a loop, which reloads
-		// what it keeps after each call.
-		if mv := op.move(insts); mv.to != phaseNone {
-			h.commitMove(i, op.commit, mv.to, mv.then, at, mp.name, out)
-		}
-		return
-	}
-	for k := range mp.ops {
-		op := &mp.ops[k]
-		if mv := op.move(insts); mv.to != phaseNone {
-			h.commitMove(i, op.commit, mv.to, mv.then, at, mp.name, out)
-		}
 	}
 }
 

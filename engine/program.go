@@ -96,6 +96,9 @@ type stateProg struct {
 	// ends the session, loads a child, reaches a join or raises a
 	// decision (see Handler.enter).
 	leaving, entering bool
+	// entry is what entering the state does besides arming its timers,
+	// by the first of its properties that calls for it (see entryOf).
+	entry entryKind
 	// recvFields and sendFields are the fields the message types of recvs
 	// and sends declare: content is checked against the limits by looking
 	// them up (see forms.Fields).
@@ -236,6 +239,35 @@ type commitOp struct {
 	// moves is what the operation does to the commitment in each phase
 	// (see movesOf).
 	moves [phaseCount]phaseMove
+}
+
+// entryKind is what entering a state does besides arming its timers
+// (Handler.enter), which compile decides once for each state.
+type entryKind uint8
+
+const (
+	entryNone  entryKind = iota
+	entryEnd             // a terminal state: it ends the session
+	entryChild           // it loads a child policy
+	entryJoin            // a join of the many role: the session waits there
+	entryRaise           // the role may send: a decision is raised
+)
+
+// entryOf returns the entry of state sp, in a program with a many role
+// or not: the first of being terminal, loading a child, being a join of
+// a many role and having sends.
+func entryOf(sp *stateProg, many bool) entryKind {
+	switch {
+	case sp.terminal:
+		return entryEnd
+	case sp.child != nil:
+		return entryChild
+	case sp.join && many:
+		return entryJoin
+	case len(sp.sends) > 0:
+		return entryRaise
+	}
+	return entryNone
 }
 
 // CompileOption configures Compile.
@@ -449,6 +481,7 @@ func build(p *policy.Policy, role string, proj *policy.Projection, o *compileOpt
 		sp.terminal = sp.kind == policy.KindTerminal
 		sp.leaving = len(sp.arms) > 0 || sp.join
 		sp.entering = sp.leaving || sp.terminal || sp.child != nil || len(sp.sends) > 0
+		sp.entry = entryOf(&sp, pr.manyRole >= 0)
 		sp.recvMatch, sp.sendMatch = hasMatchRule(pr, sp.recvs), hasMatchRule(pr, sp.sends)
 		if sp.recvMatch {
 			sp.recvOrder = matchFirst(sp.recvs)

@@ -39,7 +39,7 @@ func TestRaiseEmitsWhateverRoomTheQueueHas(t *testing.T) {
 			var q Queue
 			// A first step leaves a decision a caller answered in the
 			// pool's first element.
-			h.raise(0, &at, &q)
+			h.raise(0, &pr.states[0], &at, &q)
 			q.Events()[0].(*DecisionEvent).Answer = decision.Answer{Choice: "go"}
 			q.Reset()
 			if !tt.poolRoom {
@@ -50,7 +50,7 @@ func TestRaiseEmitsWhateverRoomTheQueueHas(t *testing.T) {
 			if !tt.evsRoom {
 				q.events = q.events[:1:1]
 			}
-			h.raise(0, &at, &q)
+			h.raise(0, &pr.states[0], &at, &q)
 			require.Len(t, q.Events(), 2)
 			assert.Same(t, first, q.Events()[0])
 			ticket := h.sessions[0].ticket

@@ -66,7 +66,7 @@ func (h *Handler) step(e *MessageEvent, out *Queue, next func(*Handler, Event, *
 	// a run budget.
 	noteMessage(s, t, m, bound)
 	s.timedOutFrom = -1
-	h.changeState(0, t.next)
+	h.changeState(s, t.next)
 	if len(h.heldList()) > 0 {
 		h.deliverHeld(e.At, out)
 	}
@@ -143,7 +143,7 @@ func (h *Handler) stepChecked(e *MessageEvent, sp *stateProg, out *Queue, next f
 		}
 		noteMessage(s, t, m, bound)
 		s.timedOutFrom = -1
-		h.changeState(0, t.next)
+		h.changeState(s, t.next)
 	}
 	if len(h.heldList()) > 0 {
 		h.deliverHeld(e.At, out)
