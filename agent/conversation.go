@@ -96,11 +96,16 @@ type peerOpt struct {
 	opt    engine.HandlerOption
 }
 
+// binds says whether p is an option made for agents in role.
+func (p *peerOpt) binds(role string, agents []string) bool {
+	return p.opt != nil && p.role == role && slices.Equal(p.agents, agents)
+}
+
 // withPeers is engine.WithPeers(role, agents...), the one made last when
 // it binds the same agents to role.
 func (w *worker) withPeers(role string, agents []string) engine.HandlerOption {
 	p := &w.peerOpt
-	if p.opt != nil && p.role == role && slices.Equal(p.agents, agents) {
+	if p.binds(role, agents) {
 		return p.opt
 	}
 	p.role, p.agents = role, slices.Clone(agents)
@@ -114,10 +119,10 @@ func (w *worker) withPeers(role string, agents []string) engine.HandlerOption {
 // otherwise.
 func (w *worker) samePeers(peers map[string][]string) engine.HandlerOption {
 	p := &w.peerOpt
-	if p.opt == nil || len(peers) != 1 {
+	if len(peers) != 1 {
 		return nil
 	}
-	if agents, ok := peers[p.role]; !ok || !slices.Equal(agents, p.agents) {
+	if agents, ok := peers[p.role]; !ok || !p.binds(p.role, agents) {
 		return nil
 	}
 	return p.opt
